@@ -1,0 +1,48 @@
+# ULPT on QEMU: top-level build. `make run` boots the demo, `make test` runs every test.
+# Everything is built under build/; see README.md.
+SHELL := /bin/bash
+B := build
+QEMU_BIN := $(B)/qemu/obj/qemu-system-x86_64
+KERNEL := $(B)/linux/obj/arch/x86/boot/bzImage
+INITRAMFS := $(B)/initramfs.cpio
+CC := gcc
+GUEST_CFLAGS := -O2 -g -Wall -Wextra -static -Itarget-ulpt -I$(B)/linux/headers/include
+
+GUEST_PROGS := $(patsubst guest/%.c,$(B)/guest/bin/%,$(wildcard guest/*.c))
+GUEST_TESTS := $(patsubst tests/guest/%.c,$(B)/guest/tests/%,$(wildcard tests/guest/*.c))
+# Host unit tests (no guest) and suites that boot the guest; each prints TAP.
+UNIT_TESTS := $(wildcard tests/unit/*.sh)
+SUITES := $(wildcard tests/suites/*.sh)
+
+.PHONY: all deps qemu kernel initramfs run test clean
+all: qemu kernel initramfs
+
+deps:
+	@scripts/install-deps
+
+qemu: | deps
+	@scripts/build-qemu
+
+kernel: | deps
+	@scripts/build-kernel
+
+initramfs: $(INITRAMFS)
+
+$(B)/guest/bin/%: guest/%.c target-ulpt/ulpt-arch.h | kernel
+	@mkdir -p $(@D)
+	$(CC) $(GUEST_CFLAGS) -o $@ $<
+$(B)/guest/tests/%: tests/guest/%.c tests/guest/tap.h target-ulpt/ulpt-arch.h | kernel
+	@mkdir -p $(@D)
+	$(CC) $(GUEST_CFLAGS) -Itests/guest -o $@ $< -lpthread
+
+$(INITRAMFS): $(GUEST_PROGS) $(GUEST_TESTS) guest/init tests/tap-run scripts/build-initramfs | kernel
+	@scripts/build-initramfs $@
+
+run: all
+	scripts/ulpt-run -- ulpt-info
+
+test: all
+	@tests/tap-run --summary $(UNIT_TESTS) $(SUITES)
+
+clean:
+	rm -rf $(B)
