@@ -12,6 +12,7 @@ GUEST_PROGS := $(patsubst guest/%.c,$(B)/guest/bin/%,$(wildcard guest/*.c))
 GUEST_TESTS := $(patsubst tests/guest/%.c,$(B)/guest/tests/%,$(wildcard tests/guest/*.c))
 # Host unit tests (no guest) and suites that boot the guest; each prints TAP.
 UNIT_TESTS := $(wildcard tests/unit/*.sh)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/*.c))
 SUITES := $(wildcard tests/suites/*.sh)
 
 .PHONY: all deps qemu kernel initramfs run test clean
@@ -38,11 +39,16 @@ $(B)/guest/tests/%: tests/guest/%.c tests/guest/tap.h target-ulpt/ulpt-arch.h | 
 $(INITRAMFS): $(GUEST_PROGS) $(GUEST_TESTS) guest/init tests/tap-run scripts/build-initramfs | kernel
 	@scripts/build-initramfs $@
 
+# Host unit tests of the ULPT decision logic, built against target-ulpt/ulpt.c.
+$(B)/tests/unit/%: tests/unit/%.c target-ulpt/ulpt.c target-ulpt/ulpt.h target-ulpt/ulpt-arch.h tests/guest/tap.h
+	@mkdir -p $(@D)
+	$(CC) -O2 -g -Wall -Wextra -Werror -Itarget-ulpt -Itests/guest -o $@ $< target-ulpt/ulpt.c
+
 run: all
 	scripts/ulpt-run -- ulpt-info
 
-test: all
-	@tests/tap-run --summary $(UNIT_TESTS) $(SUITES)
+test: all $(UNIT_BINS)
+	@tests/tap-run --summary $(UNIT_TESTS) $(UNIT_BINS) $(SUITES)
 
 clean:
 	rm -rf $(B)

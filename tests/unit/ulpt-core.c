@@ -1,0 +1,168 @@
+/*
+ * Host unit tests of target-ulpt/ulpt.c: the table walk, the permission decision, frame
+ * layout, MSR validation and view coherence targets, against docs/spec.md.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "ulpt.h"
+#include "../guest/tap.h"
+
+/* A fake physical memory: 64 pages of RAM at 0..256 KiB; everything else is not RAM. */
+#define RAM_PAGES 64
+static uint64_t ram[RAM_PAGES * 512];
+static int reads;
+
+static bool rd(void *opaque, uint64_t pa, uint64_t *val)
+{
+    (void)opaque;
+    reads++;
+    if (pa >= sizeof(ram) || (pa & 7)) {
+        return false;
+    }
+    *val = ram[pa / 8];
+    return true;
+}
+
+static void put(uint64_t pa, uint64_t v) { ram[pa / 8] = v; }
+
+/* Builds root(page 1) -> L2(page 2) -> L1(page 3) -> leaf(page 4) covering va. */
+static void build(uint64_t va)
+{
+    memset(ram, 0, sizeof(ram));
+    put(0x1000 + ((va >> 38) & 511) * 8, 0x2000 | ULPT_DIR_P);
+    put(0x2000 + ((va >> 29) & 511) * 8, 0x3000 | ULPT_DIR_P);
+    put(0x3000 + ((va >> 20) & 511) * 8, 0x4000 | ULPT_DIR_P);
+}
+
+static uint64_t leaf_pa(uint64_t va) { return 0x4000 + ((va >> 12) & 255) * 16; }
+
+int main(void)
+{
+    UlptEntry e;
+    unsigned bad;
+    const uint64_t va = 0x00007f1234567000ull;
+
+    tap_plan(44);
+
+    /* Walk. */
+    memset(ram, 0, sizeof(ram));
+    tap_ok(ulpt_walk(0x1000, va, rd, NULL, &e) == ULPT_WALK_OK && ulpt_entry_empty(&e),
+           "empty root: no restriction");
+    build(va);
+    tap_ok(ulpt_walk(0x1000, va, rd, NULL, &e) == ULPT_WALK_OK && ulpt_entry_empty(&e),
+           "present directories, zero leaf: no restriction");
+    put(leaf_pa(va), ULPT_NW);
+    put(leaf_pa(va) + 8, ULPT_LINE_NR(3));
+    reads = 0;
+    tap_ok(ulpt_walk(0x1000, va, rd, NULL, &e) == ULPT_WALK_OK && e.page == ULPT_NW &&
+           e.lines == ULPT_LINE_NR(3), "leaf entry read: both words");
+    tap_ok(reads == 5, "a full walk reads 3 directory words and 2 leaf words (%d)", reads);
+    tap_ok(ulpt_walk(0x1000, va + 0x1000, rd, NULL, &e) == ULPT_WALK_OK && ulpt_entry_empty(&e),
+           "the next page's entry is separate");
+    tap_ok(ulpt_walk(0x1000, va + 0x100000, rd, NULL, &e) == ULPT_WALK_OK && ulpt_entry_empty(&e),
+           "a different L1 slot (not present) restricts nothing");
+    put(leaf_pa(va), ULPT_NW | (0xabull << 56));
+    tap_ok(ulpt_walk(0x1000, va, rd, NULL, &e) == ULPT_WALK_OK && e.page == (ULPT_NW | (0xabull << 56)),
+           "software bits 63:56 are ignored, not malformed");
+    put(leaf_pa(va), 1ull << 3);
+    tap_ok(ulpt_walk(0x1000, va, rd, NULL, &e) == ULPT_WALK_MALFORMED,
+           "reserved leaf bit 3: malformed");
+    put(leaf_pa(va), 1ull << 55);
+    tap_ok(ulpt_walk(0x1000, va, rd, NULL, &e) == ULPT_WALK_MALFORMED,
+           "reserved leaf bit 55: malformed");
+    put(leaf_pa(va), 0);
+    put(0x2000 + ((va >> 29) & 511) * 8, 0x3000 | ULPT_DIR_P | (1ull << 5));
+    tap_ok(ulpt_walk(0x1000, va, rd, NULL, &e) == ULPT_WALK_MALFORMED,
+           "reserved directory bit: malformed");
+    put(0x2000 + ((va >> 29) & 511) * 8, 0x3000 | (1ull << 5));
+    tap_ok(ulpt_walk(0x1000, va, rd, NULL, &e) == ULPT_WALK_OK && ulpt_entry_empty(&e),
+           "non-present directory entry: its other bits are ignored");
+    put(0x2000 + ((va >> 29) & 511) * 8, 0x7fff000 | ULPT_DIR_P);
+    tap_ok(ulpt_walk(0x1000, va, rd, NULL, &e) == ULPT_WALK_MALFORMED,
+           "directory pointing outside RAM: malformed");
+    tap_ok(ulpt_walk(0x40000000, va, rd, NULL, &e) == ULPT_WALK_MALFORMED,
+           "root outside RAM: malformed");
+    tap_ok(ulpt_walk(0x40000000, 1ull << 47, rd, NULL, &e) == ULPT_WALK_OK && ulpt_entry_empty(&e),
+           "addresses at or above 2^47 are not covered");
+
+    /* Decision. */
+    UlptEntry pg = { ULPT_NW, 0 };
+    tap_ok(ulpt_check(&pg, false, ULPT_KIND_R, 0, 8, &bad) == 0, "NW page allows reads");
+    tap_ok(ulpt_check(&pg, false, ULPT_KIND_W, 100, 8, &bad) == ULPT_REASON_PAGE && bad == 100,
+           "NW page denies writes at the access address");
+    UlptEntry nx = { ULPT_NX, 0 };
+    tap_ok(ulpt_check(&nx, false, ULPT_KIND_X, 0, 0, &bad) == ULPT_REASON_PAGE, "NX denies fetch");
+    tap_ok(ulpt_check(&nx, false, ULPT_KIND_W, 0, 8, &bad) == 0, "NX alone allows writes");
+    UlptEntry ln = { 0, ULPT_LINE_NW(2) | ULPT_LINE_NR(5) };
+    tap_ok(ulpt_check(&ln, false, ULPT_KIND_W, 256, 8, &bad) == ULPT_REASON_LINE && bad == 256,
+           "write to a NW line is denied");
+    tap_ok(ulpt_check(&ln, false, ULPT_KIND_R, 256, 8, &bad) == 0, "read of a NW-only line is allowed");
+    tap_ok(ulpt_check(&ln, false, ULPT_KIND_W, 248, 8, &bad) == 0,
+           "write ending just before the line is allowed");
+    tap_ok(ulpt_check(&ln, false, ULPT_KIND_W, 252, 8, &bad) == ULPT_REASON_LINE && bad == 256,
+           "write straddling into the line is denied at the line's first byte");
+    tap_ok(ulpt_check(&ln, false, ULPT_KIND_W, 384, 8, &bad) == 0, "write after the line is allowed");
+    tap_ok(ulpt_check(&ln, false, ULPT_KIND_R, 640, 1, &bad) == ULPT_REASON_LINE, "NR line denies a 1-byte read");
+    tap_ok(ulpt_check(&ln, false, ULPT_KIND_R, 0, 4096, &bad) == ULPT_REASON_LINE && bad == 640,
+           "a page-wide read finds the first denied line");
+    tap_ok(ulpt_check(&ln, false, ULPT_KIND_X, 256, 0, &bad) == 0, "line rights never restrict fetch");
+    UlptEntry last = { 0, ULPT_LINE_NW(31) };
+    tap_ok(ulpt_check(&last, false, ULPT_KIND_W, 4095, 1, &bad) == ULPT_REASON_LINE && bad == 4095,
+           "the last line of the page is line 31");
+    tap_ok(ulpt_check(&ln, false, ULPT_KIND_W, 256, 0, &bad) == ULPT_REASON_LINE,
+           "size 0 counts as one byte");
+    tap_ok(ulpt_check(&ln, true, ULPT_KIND_R, 0, 1, &bad) == ULPT_REASON_MALFORMED,
+           "malformed denies everything");
+    UlptEntry sw = { 0xffull << 56, 0 };
+    tap_ok(ulpt_entry_empty(&sw) && ulpt_check(&sw, false, ULPT_KIND_W, 0, 8, &bad) == 0,
+           "software bits alone restrict nothing");
+
+    /* Frame. */
+    UlptFrame f = { 0x1234, ulpt_info(ULPT_KIND_W, ULPT_KIND_R, ULPT_REASON_LINE, 8), 1, 2,
+                    0x401000, 0x246, 0x7ffff000 }, g;
+    uint64_t w[ULPT_FRAME_WORDS];
+    memset(w, 0xff, sizeof(w));
+    ulpt_frame_encode(&f, w);
+    ulpt_frame_decode(w, &g);
+    tap_ok(memcmp(&f, &g, sizeof(f)) == 0 && w[7] == 0, "frame encode/decode round trip, reserved word 0");
+    tap_ok(ULPT_INFO_KIND(w[1]) == ULPT_KIND_W && ULPT_INFO_PERMITTED(w[1]) == ULPT_KIND_R &&
+           ULPT_INFO_REASON(w[1]) == ULPT_REASON_LINE && ULPT_INFO_SIZE(w[1]) == 8 &&
+           !(w[1] & ULPT_INFO_PERMIT), "info fields decode");
+    tap_ok(w[4] == 0x401000 && w[5] == 0x246 && w[6] == 0x7ffff000, "rip, rflags, rsp at words 4-6");
+    tap_ok(ulpt_frame_base(0x7ffff008, 128) == 0x7fffef40, "frame below red zone, 16-byte aligned");
+    tap_ok(ulpt_frame_base(0x10000, 0x10080) == ((0x10000ull - 0x80 - 64) & ~15ull),
+           "stack adjust is bits 15:0 only");
+
+    /* MSRs. */
+    tap_ok(ulpt_msr_write_ok(MSR_ULPT_CTL, 1, 48) && !ulpt_msr_write_ok(MSR_ULPT_CTL, 2, 48),
+           "CTL: EN ok, reserved bit 1 #GP");
+    tap_ok(ulpt_msr_write_ok(MSR_ULPT_ROOT, 0x1000, 40) && !ulpt_msr_write_ok(MSR_ULPT_ROOT, 0x1008, 40) &&
+           !ulpt_msr_write_ok(MSR_ULPT_ROOT, 1ull << 40, 40), "ROOT: aligned ok; misaligned or above MAXPHYADDR #GP");
+    tap_ok(ulpt_msr_write_ok(MSR_ULPT_VIEW, 0, 48) && ulpt_msr_write_ok(MSR_ULPT_VIEW, 0x100000000000ull, 48) &&
+           !ulpt_msr_write_ok(MSR_ULPT_VIEW, 0x100000000008ull, 48) &&
+           !ulpt_msr_write_ok(MSR_ULPT_VIEW, (1ull << 47) - 0x1000, 48),
+           "VIEW: 0 or aligned in range ok; misaligned or overflowing #GP");
+    tap_ok(ulpt_msr_write_ok(MSR_ULPT_HANDLER, 0xffff800000000000ull, 48) &&
+           !ulpt_msr_write_ok(MSR_ULPT_HANDLER, 0x0000800000000000ull, 48), "HANDLER: canonical only");
+    tap_ok(ulpt_msr_write_ok(MSR_ULPT_STKADJ, 0xffff, 48) && !ulpt_msr_write_ok(MSR_ULPT_STKADJ, 0x10000, 48),
+           "STKADJ: 16 bits");
+    tap_ok(ulpt_msr_write_ok(MSR_ULPT_STATUS, 1, 48) && !ulpt_msr_write_ok(MSR_ULPT_STATUS, 4, 48),
+           "STATUS: IN_HANDLER only");
+
+    /* View targets. */
+    uint64_t lo, hi;
+    bool pw;
+    const uint64_t view = 0x100000000000ull;
+    tap_ok(ulpt_view_targets(view, view + 0x1234 * 16 + 8, 8, &lo, &hi, &pw) &&
+           lo == 0x1234000 && hi == 0x1234000 && !pw, "store to word 1 targets one page, no page word");
+    tap_ok(ulpt_view_targets(view, view + 0x10 * 16, 8, &lo, &hi, &pw) && pw,
+           "store to word 0 touches the page word");
+    tap_ok(ulpt_view_targets(view, view + 8, 16, &lo, &hi, &pw) && lo == 0 && hi == 0x1000 && pw,
+           "a 16-byte store across two entries targets two pages");
+    tap_ok(!ulpt_view_targets(view, view - 8, 8, &lo, &hi, &pw) &&
+           !ulpt_view_targets(0, 0x1000, 8, &lo, &hi, &pw), "outside the view or no view: no target");
+
+    tap_ok(ulpt_pf_error_code(ULPT_KIND_W) == (1 | 2 | 4 | 256) &&
+           ulpt_pf_error_code(ULPT_KIND_X) == (1 | 4 | 16 | 256), "escalation #PF error codes");
+    return tap_done();
+}
