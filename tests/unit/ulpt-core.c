@@ -42,7 +42,7 @@ int main(void)
     unsigned bad;
     const uint64_t va = 0x00007f1234567000ull;
 
-    tap_plan(44);
+    tap_plan(46);
 
     /* Walk. */
     memset(ram, 0, sizeof(ram));
