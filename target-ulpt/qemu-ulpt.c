@@ -1,0 +1,396 @@
+/*
+ * ULPT in QEMU's TCG: the TLB-fill check, user-level delivery, UIRET and the MSRs.
+ * The architecture is docs/spec.md; the decisions themselves are in ulpt.c.
+ *
+ * How it stays fast:
+ * - Pages with an empty entry get an ordinary TLB entry: no cost after the fill.
+ * - Pages with page-wide rights only get an ordinary entry with those rights removed from
+ *   prot, so allowed accesses stay on the fast path and denied ones miss into tlb_fill.
+ * - Pages with line rights get a sub-page entry (lg_page_size 0 sets TLB_INVALID_MASK), so
+ *   every access comes back here; the entry keeps the page walk's result and the ULPT entry
+ *   (ULPT_TLB_ENTRY_EXTRA), and ulpt_tlb_fill_cached answers from it without walking again.
+ *   Flushes (CR3, INVLPG, view stores) clear that cache along with the TLB.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "qemu/osdep.h"
+#include "cpu.h"
+#include "exec/exec-all.h"
+#include "exec/cpu_ldst.h"
+#include "exec/helper-proto.h"
+#include "exec/address-spaces.h"
+#include "exec/memory.h"
+#include "hw/core/cpu.h"
+#include "tcg/helper-tcg.h"
+#include "svm.h"
+#include "ulpt.h"
+#include "ulpt-qemu.h"
+#include "trace.h"
+
+/* The RFLAGS bits UIRET restores from the frame: what POPF may change at CPL 3. */
+/* CPL 3 accesses use one of two MMU indexes (64-bit and compatibility mode). */
+#define ULPT_USER_IDXMAP ((1 << MMU_USER64_IDX) | (1 << MMU_USER32_IDX))
+
+#define ULPT_UIRET_FLAGS (CC_C | CC_P | CC_A | CC_Z | CC_S | TF_MASK | DF_MASK | CC_O | \
+                          NT_MASK | AC_MASK | ID_MASK)
+
+static unsigned kind_of(MMUAccessType type)
+{
+    return type == MMU_DATA_STORE ? ULPT_KIND_W :
+           type == MMU_INST_FETCH ? ULPT_KIND_X : ULPT_KIND_R;
+}
+
+/* Kinds that may violate ULPT right now without a fault. */
+static unsigned permitted_kinds(CPUX86State *env)
+{
+    if (env->ulpt.frame_access) {
+        return ULPT_KIND_R | ULPT_KIND_W | ULPT_KIND_X;
+    }
+    return (env->hflags & HF_ULPT_PERMIT_MASK) ? env->ulpt.permit_kinds : 0;
+}
+
+/* Table reads come from RAM only: never from a device (spec R-TBL-2). */
+static bool read_phys(void *opaque, uint64_t pa, uint64_t *val)
+{
+    CPUState *cs = opaque;
+    hwaddr xlat, len = 8;
+    MemoryRegion *mr;
+
+    RCU_READ_LOCK_GUARD();
+    mr = address_space_translate(cs->as, pa, &xlat, &len, false, MEMTXATTRS_UNSPECIFIED);
+    if (!memory_region_is_ram(mr) || len < 8) {
+        return false;
+    }
+    *val = ldq_le_p((uint8_t *)memory_region_get_ram_ptr(mr) + xlat);
+    return true;
+}
+
+static void install(CPUState *cs, int mmu_idx, vaddr addr, hwaddr paddr, int prot, int lg_page_size,
+                    uint8_t kind, uint8_t paging_prot, const UlptEntry *e)
+{
+    CPUTLBEntryFull full = {
+        .phys_addr = paddr & TARGET_PAGE_MASK,
+        .attrs = cpu_get_mem_attrs(cs->env_ptr),
+        .prot = prot,
+        .lg_page_size = lg_page_size,
+        .ulpt_kind = kind,
+        .ulpt_prot = paging_prot,
+        .ulpt_page = e ? e->page : 0,
+        .ulpt_lines = e ? e->lines : 0,
+    };
+
+    tlb_set_page_full(cs, mmu_idx, addr & TARGET_PAGE_MASK, &full);
+}
+
+/*
+ * A violation: deliver it (spec R-DEL-1) or escalate it to #PF (R-ESC-1). Only a probe
+ * returns (false: "would fault").
+ */
+static bool violation(CPUState *cs, vaddr addr, unsigned kind, unsigned reason,
+                      unsigned size, const UlptEntry *e, bool probe, uintptr_t ra)
+{
+    CPUX86State *env = cs->env_ptr;
+    unsigned permitted = permitted_kinds(env);
+    uint32_t err;
+
+    env->ulpt_stats.violations++;
+    trace_ulpt_violation(cs->cpu_index, addr, kind, reason, permitted);
+    if (probe) {
+        return false;
+    }
+    env->ulpt.fault_addr = addr;
+    env->ulpt.fault_info = ulpt_info(kind, permitted, reason, size);
+    env->ulpt.fault_entry0 = reason == ULPT_REASON_MALFORMED ? 0 : e->page;
+    env->ulpt.fault_entry1 = reason == ULPT_REASON_MALFORMED ? 0 : e->lines;
+    if (env->ulpt.handler && !(env->ulpt.status & ULPT_STATUS_IN_HANDLER) &&
+        (env->hflags & HF_CS64_MASK)) {
+        cs->exception_index = EXCP_ULPT;
+        cpu_loop_exit_restore(cs, ra);
+    }
+    err = ulpt_pf_error_code(kind);
+    env->ulpt_stats.escalations++;
+    trace_ulpt_escalate(cs->cpu_index, addr, kind, err,
+                        !!(env->ulpt.status & ULPT_STATUS_IN_HANDLER));
+    if (env->intercept_exceptions & (1 << EXCP0E_PAGE)) {
+        /* As for paging faults: CR2 is not modified when #PF is intercepted. */
+        x86_stq_phys(cs, env->vm_vmcb + offsetof(struct vmcb, control.exit_info_2), addr);
+    } else {
+        env->cr[2] = addr;
+    }
+    raise_exception_err_ra(env, EXCP0E_PAGE, err, ra);
+}
+
+/* Other CPUs that may hold this address space's rights (spec R-COH-2). */
+static bool other_cpus_share_cr3(CPUState *cs)
+{
+    CPUX86State *env = cs->env_ptr;
+    CPUState *other;
+
+    CPU_FOREACH(other) {
+        /* A racy read is fine: a CPU that loads this CR3 later flushes its TLB doing so. */
+        if (other != cs &&
+            (qatomic_read(&X86_CPU(other)->env.cr[3]) & ~0xfffull) == (env->cr[3] & ~0xfffull)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* A CPL 3 store into the view (spec 4.4): forget the rights it changes. */
+static void view_store(CPUState *cs, vaddr addr, int size, uintptr_t ra)
+{
+    CPUX86State *env = cs->env_ptr;
+    uint64_t first, last, page;
+    bool page_word, remote;
+
+    if (!ulpt_view_targets(env->ulpt.view, addr, size, &first, &last, &page_word)) {
+        return;
+    }
+    remote = other_cpus_share_cr3(cs);
+    if (remote && !env->ulpt.sync_step) {
+        /*
+         * Other CPUs must drop the old rights after the store lands and before this CPU goes
+         * on: re-execute the storing instruction alone, then stop for a synced flush.
+         */
+        env->ulpt.sync_step = true;
+        cs->cflags_next_tb = 1 | CF_NOIRQ | curr_cflags(cs);
+        cpu_loop_exit_restore(cs, ra);
+    }
+    env->ulpt_stats.view_stores++;
+    trace_ulpt_view_store(cs->cpu_index, addr, first, last, remote);
+    /* Same CPU (R-COH-1): nothing this CPU does between here and the store uses the page. */
+    for (page = first; page <= last; page += TARGET_PAGE_SIZE) {
+        tlb_flush_page_by_mmuidx(cs, page, ULPT_USER_IDXMAP);
+    }
+    if (remote) {
+        env->ulpt.sync_step = false;
+        env->ulpt_stats.remote_syncs++;
+        for (page = first; page <= last; page += TARGET_PAGE_SIZE) {
+            tlb_flush_page_by_mmuidx_all_cpus_synced(cs, page, ULPT_USER_IDXMAP);
+        }
+    } else if (page_word) {
+        /* R-COH-5: leave chained code at the end of this block so a new NX is seen. */
+        qatomic_set(&cpu_neg(cs)->icount_decr.u16.high, -1);
+    }
+}
+
+bool ulpt_tlb_fill_cached(CPUState *cs, vaddr addr, int size, MMUAccessType type,
+                          int mmu_idx, bool probe, uintptr_t ra)
+{
+    CPUX86State *env = cs->env_ptr;
+    uintptr_t index = tlb_index(env, mmu_idx, addr);
+    CPUTLBEntry *te = tlb_entry(env, mmu_idx, addr);
+    CPUTLBEntryFull *full = &env_tlb(env)->d[mmu_idx].fulltlb[index];
+    target_ulong cmp = type == MMU_DATA_LOAD ? te->addr_read :
+                       type == MMU_DATA_STORE ? te->addr_write : te->addr_code;
+    unsigned kind, reason, bad;
+    UlptEntry e;
+
+    /* Only a live sub-page entry of ours for this page, valid for this kind of access. */
+    if (full->ulpt_kind != ULPT_TLB_LINES && full->ulpt_kind != ULPT_TLB_VIEW) {
+        return false;
+    }
+    if (cmp == (target_ulong)-1 || !(cmp & TLB_INVALID_MASK) ||
+        (cmp & TARGET_PAGE_MASK) != (addr & TARGET_PAGE_MASK)) {
+        return false;
+    }
+    if (full->ulpt_kind == ULPT_TLB_VIEW) {
+        if (type == MMU_DATA_STORE) {
+            view_store(cs, addr, size, ra);
+        }
+        return true;
+    }
+    env->ulpt_stats.checks++;
+    kind = kind_of(type);
+    e.page = full->ulpt_page;
+    e.lines = full->ulpt_lines;
+    reason = ulpt_check(&e, false, kind, addr & ~TARGET_PAGE_MASK, size, &bad);
+    if (reason && !(kind & permitted_kinds(env))) {
+        return violation(cs, (addr & TARGET_PAGE_MASK) | bad, kind, reason, size, &e, probe, ra);
+    }
+    return true;
+}
+
+bool ulpt_tlb_fill(CPUState *cs, vaddr addr, int size, MMUAccessType type, int mmu_idx,
+                   bool probe, uintptr_t ra, hwaddr paddr, int prot, int page_size)
+{
+    CPUX86State *env = cs->env_ptr;
+    unsigned kind = kind_of(type), reason, bad;
+    int lg = ctz64(page_size);
+    bool malformed;
+    UlptEntry e;
+
+    if (ulpt_in_view(env->ulpt.view, addr)) {
+        /* The view is never restricted (R-COH-3); stores to it must come back here. */
+        if (type == MMU_DATA_STORE) {
+            view_store(cs, addr, size, ra);
+            install(cs, mmu_idx, addr, paddr, prot, 0, ULPT_TLB_VIEW, prot, NULL);
+        } else {
+            install(cs, mmu_idx, addr, paddr, prot & ~PAGE_WRITE, lg, ULPT_TLB_VIEW, prot, NULL);
+        }
+        return true;
+    }
+
+    env->ulpt_stats.walks++;
+    malformed = ulpt_walk(env->ulpt.root, addr, read_phys, cs, &e) == ULPT_WALK_MALFORMED;
+    if (!malformed && ulpt_entry_empty(&e)) {
+        install(cs, mmu_idx, addr, paddr, prot, lg, ULPT_TLB_NONE, prot, NULL);
+        return true;
+    }
+    env->ulpt_stats.checks++;
+    reason = ulpt_check(&e, malformed, kind, addr & ~TARGET_PAGE_MASK, size, &bad);
+    if (reason) {
+        if (!(kind & permitted_kinds(env))) {
+            return violation(cs, (addr & TARGET_PAGE_MASK) | bad, kind, reason, size, &e,
+                             probe, ra);
+        }
+        /* Let this access through; the next one is checked again. */
+        install(cs, mmu_idx, addr, paddr, prot, 0, ULPT_TLB_ONCE, prot, &e);
+        return true;
+    }
+    if (e.page & ULPT_NX) {
+        prot &= ~PAGE_EXEC;
+    }
+    if (e.lines == 0) {
+        /* Page-wide rights only: fold them into prot and keep the fast path. */
+        int folded = prot;
+        if (e.page & ULPT_NR) {
+            folded &= ~PAGE_READ;
+        }
+        if (e.page & ULPT_NW) {
+            folded &= ~PAGE_WRITE;
+        }
+        install(cs, mmu_idx, addr, paddr, folded, lg, ULPT_TLB_NONE, prot, &e);
+    } else {
+        install(cs, mmu_idx, addr, paddr, prot, 0, ULPT_TLB_LINES, prot, &e);
+    }
+    return true;
+}
+
+void ulpt_deliver(CPUX86State *env)
+{
+    CPUState *cs = env_cpu(env);
+    uint64_t rsp = env->regs[R_ESP];
+    uint64_t base = ulpt_frame_base(rsp, env->ulpt.stkadj);
+    uint64_t w[ULPT_FRAME_WORDS];
+    UlptFrame f = {
+        .addr = env->ulpt.fault_addr,
+        .info = env->ulpt.fault_info,
+        .entry0 = env->ulpt.fault_entry0,
+        .entry1 = env->ulpt.fault_entry1,
+        .rip = env->eip,
+        .rflags = cpu_compute_eflags(env),
+        .rsp = rsp,
+    };
+
+    ulpt_event(env);
+    ulpt_frame_encode(&f, w);
+    /* A fault here is the ordinary #PF of the push, with nothing changed (R-DEL-2). */
+    env->ulpt.frame_access = true;
+    for (int i = 0; i < ULPT_FRAME_WORDS; i++) {
+        cpu_stq_mmuidx_ra(env, base + 8 * i, w[i], MMU_USER64_IDX, 0);
+    }
+    env->ulpt.frame_access = false;
+    env->regs[R_ESP] = base;
+    env->eip = env->ulpt.handler;
+    env->eflags &= ~(RF_MASK | TF_MASK);
+    env->ulpt.status |= ULPT_STATUS_IN_HANDLER;
+    env->ulpt_stats.deliveries++;
+    trace_ulpt_deliver(cs->cpu_index, f.addr, f.rip, base, env->ulpt.handler);
+}
+
+void ulpt_event(CPUX86State *env)
+{
+    env->hflags &= ~HF_ULPT_PERMIT_MASK;
+    env->ulpt.frame_access = false;
+    env->ulpt.sync_step = false;
+}
+
+void helper_ulpt_uiret(CPUX86State *env)
+{
+    uintptr_t ra = GETPC();
+    uint64_t w[ULPT_FRAME_WORDS];
+    UlptFrame f;
+
+    if (!(env->features[FEAT_7_0_EDX] & CPUID_7_0_EDX_ULPT) || !ulpt_enabled(env)) {
+        raise_exception_ra(env, EXCP06_ILLOP, ra);
+    }
+    if ((env->hflags & HF_CPL_MASK) != 3 || !(env->hflags & HF_CS64_MASK) ||
+        !(env->ulpt.status & ULPT_STATUS_IN_HANDLER)) {
+        raise_exception_err_ra(env, EXCP0D_GPF, 0, ra);
+    }
+    env->ulpt.frame_access = true;
+    for (int i = 0; i < ULPT_FRAME_WORDS; i++) {
+        w[i] = cpu_ldq_mmuidx_ra(env, env->regs[R_ESP] + 8 * i, MMU_USER64_IDX, ra);
+    }
+    env->ulpt.frame_access = false;
+    ulpt_frame_decode(w, &f);
+    if (!ulpt_canonical(f.rip)) {
+        raise_exception_err_ra(env, EXCP0D_GPF, 0, ra);
+    }
+    env->eip = f.rip;
+    env->regs[R_ESP] = f.rsp;
+    cpu_load_eflags(env, f.rflags, ULPT_UIRET_FLAGS);
+    env->ulpt.status &= ~ULPT_STATUS_IN_HANDLER;
+    if (f.info & ULPT_INFO_PERMIT) {
+        /* R-RET-2: the next instruction runs alone (see translate.c) with these kinds let
+         * through, and interrupts wait for it, as after STI. */
+        env->ulpt.permit_kinds = ULPT_INFO_KIND(f.info) | ULPT_INFO_PERMITTED(f.info);
+        env->hflags |= HF_ULPT_PERMIT_MASK | HF_INHIBIT_IRQ_MASK;
+    }
+    env->ulpt_stats.returns++;
+    trace_ulpt_uiret(env_cpu(env)->cpu_index, f.rip, f.rsp,
+                     (env->hflags & HF_ULPT_PERMIT_MASK) ? env->ulpt.permit_kinds : 0);
+}
+
+bool ulpt_rdmsr(CPUX86State *env, uint32_t msr, uint64_t *val)
+{
+    if (!(env->features[FEAT_7_0_EDX] & CPUID_7_0_EDX_ULPT)) {
+        return false;
+    }
+    switch (msr) {
+    case MSR_ULPT_CTL:     *val = env->ulpt.ctl;     return true;
+    case MSR_ULPT_ROOT:    *val = env->ulpt.root;    return true;
+    case MSR_ULPT_VIEW:    *val = env->ulpt.view;    return true;
+    case MSR_ULPT_HANDLER: *val = env->ulpt.handler; return true;
+    case MSR_ULPT_STKADJ:  *val = env->ulpt.stkadj;  return true;
+    case MSR_ULPT_STATUS:  *val = env->ulpt.status;  return true;
+    default:               return false;
+    }
+}
+
+bool ulpt_wrmsr(CPUX86State *env, uint32_t msr, uint64_t val)
+{
+    CPUState *cs = env_cpu(env);
+
+    if (!(env->features[FEAT_7_0_EDX] & CPUID_7_0_EDX_ULPT) ||
+        !ulpt_msr_write_ok(msr, val, env_archcpu(env)->phys_bits)) {
+        return false;
+    }
+    trace_ulpt_msr_write(cs->cpu_index, msr, val);
+    switch (msr) {
+    case MSR_ULPT_CTL:
+    case MSR_ULPT_ROOT:
+    case MSR_ULPT_VIEW:
+        if (msr == MSR_ULPT_CTL) {
+            env->ulpt.ctl = val;
+        } else if (msr == MSR_ULPT_ROOT) {
+            env->ulpt.root = val;
+        } else {
+            env->ulpt.view = val;
+        }
+        tlb_flush(cs);                           /* R-MSR-3 */
+        return true;
+    case MSR_ULPT_HANDLER:
+        env->ulpt.handler = val;
+        return true;
+    case MSR_ULPT_STKADJ:
+        env->ulpt.stkadj = val;
+        return true;
+    case MSR_ULPT_STATUS:
+        env->ulpt.status = val;
+        return true;
+    default:
+        return false;
+    }
+}
