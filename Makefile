@@ -44,10 +44,20 @@ $(B)/tests/unit/%: tests/unit/%.c target-ulpt/ulpt.c target-ulpt/ulpt.h target-u
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -Wall -Wextra -Werror -Itarget-ulpt -Itests/guest -o $@ $< target-ulpt/ulpt.c
 
+# Bare-metal CPU tests (no kernel): PVH-booted ELF images run by tests/suites/cpu.sh.
+BM_CFLAGS := -O1 -g -ffreestanding -fno-pic -no-pie -nostdlib -static -mno-red-zone \
+	-mgeneral-regs-only -fno-stack-protector -fno-asynchronous-unwind-tables -Wall -Wextra \
+	-Werror -Itarget-ulpt -Wl,-T,tests/baremetal/kernel.ld -Wl,--build-id=none -Wl,-z,noexecstack
+BM_COMMON := tests/baremetal/boot.S tests/baremetal/bm.c
+BM_IMAGES := $(B)/baremetal/ulpt-cpu.elf
+$(B)/baremetal/%.elf: tests/baremetal/%.c $(BM_COMMON) tests/baremetal/bm.h tests/baremetal/kernel.ld target-ulpt/ulpt-arch.h
+	@mkdir -p $(@D)
+	$(CC) $(BM_CFLAGS) -o $@ $(BM_COMMON) $<
+
 run: all
 	scripts/ulpt-run -- ulpt-info
 
-test: all $(UNIT_BINS)
+test: all $(UNIT_BINS) $(BM_IMAGES)
 	@tests/tap-run --summary $(UNIT_TESTS) $(UNIT_BINS) $(SUITES)
 
 clean:

@@ -1,0 +1,240 @@
+/* Bare-metal harness runtime; see bm.h. */
+#include "bm.h"
+
+struct last_trap last_trap;
+uint8_t user_stack[USER_STACK_SIZE] __attribute__((aligned(4096)));
+static uint8_t kstack[4 * PAGE] __attribute__((aligned(16)));
+extern uint64_t pml4[], pt0[];
+extern uint64_t gdt_tss[2];
+
+static inline void outb(uint16_t port, uint8_t v) { asm volatile("outb %0, %1" :: "a"(v), "Nd"(port)); }
+static inline void outl(uint16_t port, uint32_t v) { asm volatile("outl %0, %1" :: "a"(v), "Nd"(port)); }
+
+static void putc_(char c) { outb(0xe9, (uint8_t)c); }
+static void puts_(const char *s) { while (*s) putc_(*s++); }
+
+static void putnum(uint64_t v, unsigned base, int neg, int width, char pad)
+{
+    char buf[24];
+    int n = 0;
+    do {
+        buf[n++] = "0123456789abcdef"[v % base];
+        v /= base;
+    } while (v);
+    if (neg) buf[n++] = '-';
+    while (n < width--) putc_(pad);
+    while (n) putc_(buf[--n]);
+}
+
+static void vprint(const char *f, va_list ap)
+{
+    for (; *f; f++) {
+        if (*f != '%') { putc_(*f); continue; }
+        f++;
+        char pad = ' ';
+        int width = 0, lng = 0;
+        if (*f == '0') { pad = '0'; f++; }
+        while (*f >= '0' && *f <= '9') width = width * 10 + (*f++ - '0');
+        while (*f == 'l') { lng = 1; f++; }
+        switch (*f) {
+        case 'd': {
+            int64_t v = lng ? va_arg(ap, int64_t) : va_arg(ap, int);
+            putnum(v < 0 ? -(uint64_t)v : (uint64_t)v, 10, v < 0, width, pad);
+            break;
+        }
+        case 'u': putnum(lng ? va_arg(ap, uint64_t) : va_arg(ap, unsigned), 10, 0, width, pad); break;
+        case 'x': putnum(lng ? va_arg(ap, uint64_t) : va_arg(ap, unsigned), 16, 0, width, pad); break;
+        case 'p': puts_("0x"); putnum((uint64_t)va_arg(ap, void *), 16, 0, width, pad); break;
+        case 's': puts_(va_arg(ap, const char *)); break;
+        case 'c': putc_((char)va_arg(ap, int)); break;
+        default: putc_(*f); break;
+        }
+    }
+}
+
+void bm_printf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vprint(fmt, ap);
+    va_end(ap);
+}
+
+void bm_exit(int fail)
+{
+    outl(0xf4, fail ? 1 : 0);       /* isa-debug-exit: QEMU exits with (value << 1) | 1 */
+    for (;;) asm volatile("cli; hlt");
+}
+
+static int n_tests, n_failed, n_planned;
+
+void bm_plan(int n) { n_planned = n; bm_printf("1..%d\n", n); }
+
+int bm_ok(int cond, const char *fmt, ...)
+{
+    va_list ap;
+    bm_printf("%s %d - ", cond ? "ok" : "not ok", ++n_tests);
+    va_start(ap, fmt);
+    vprint(fmt, ap);
+    va_end(ap);
+    putc_('\n');
+    if (!cond) n_failed++;
+    return cond;
+}
+
+int bm_done(void)
+{
+    bm_exit(n_failed != 0 || n_tests != n_planned);
+}
+
+/* --- traps ---------------------------------------------------------------------------- */
+extern char wrmsr_insn[], wrmsr_fixup[], rdmsr_insn[], rdmsr_fixup[], kuiret_insn[], kuiret_fixup[];
+static const struct { char *insn, *fixup; } fixups[] = {
+    { wrmsr_insn, wrmsr_fixup }, { rdmsr_insn, rdmsr_fixup }, { kuiret_insn, kuiret_fixup },
+};
+void return_to_kernel(uint64_t result) __attribute__((noreturn));
+
+void trap(struct trapframe *tf)
+{
+    uint64_t cr2;
+    asm volatile("mov %%cr2, %0" : "=r"(cr2));
+    last_trap = (struct last_trap){ tf->vector, tf->error, cr2, tf->rip, tf->rsp, tf->rcx,
+                                    tf->rsi, tf->rdi };
+    if ((tf->cs & 3) == 3) {
+        return_to_kernel(tf->vector);
+    }
+    for (unsigned i = 0; i < sizeof(fixups) / sizeof(fixups[0]); i++) {
+        if (tf->rip == (uint64_t)fixups[i].insn) {
+            tf->rip = (uint64_t)fixups[i].fixup;
+            tf->rax = (uint64_t)-1;
+            return;
+        }
+    }
+    bm_printf("Bail out! unexpected trap %lu at CPL 0: rip %lx error %lx cr2 %lx\n",
+              tf->vector, tf->rip, tf->error, cr2);
+    bm_exit(1);
+}
+
+uint64_t run_user_default(void (*fn)(void *), void *arg)
+{
+    return run_user(fn, arg, (uint64_t)user_stack + USER_STACK_SIZE - 64);
+}
+
+struct idt_gate { uint16_t off0, sel; uint8_t ist, type; uint16_t off1; uint32_t off2, zero; };
+static struct idt_gate idt[256] __attribute__((aligned(16)));
+static struct { uint32_t r0; uint64_t rsp0, rsp1, rsp2, r1, ist[7], r2; uint16_t r3, iomap; }
+    __attribute__((packed)) tss;
+
+#define GATE(v) extern char trap_##v[]; set_gate(v, trap_##v, 0x8e)
+static void set_gate(int v, char *fn, uint8_t type)
+{
+    uint64_t a = (uint64_t)fn;
+    idt[v] = (struct idt_gate){ (uint16_t)a, 0x08, 0, type, (uint16_t)(a >> 16), (uint32_t)(a >> 32), 0 };
+}
+
+static void setup_cpu(void)
+{
+    GATE(0); GATE(1); GATE(2); GATE(3); GATE(4); GATE(5); GATE(6); GATE(7); GATE(8);
+    GATE(9); GATE(10); GATE(11); GATE(12); GATE(13); GATE(14); GATE(16); GATE(17);
+    GATE(18); GATE(19);
+    extern char trap_128[];
+    set_gate(128, trap_128, 0xee);              /* int $0x80 from CPL 3 */
+    struct { uint16_t limit; uint64_t base; } __attribute__((packed)) idtr = { sizeof(idt) - 1, (uint64_t)idt };
+    asm volatile("lidt %0" :: "m"(idtr));
+
+    tss.rsp0 = (uint64_t)kstack + sizeof(kstack);
+    tss.iomap = sizeof(tss);
+    uint64_t b = (uint64_t)&tss, l = sizeof(tss) - 1;
+    gdt_tss[0] = (l & 0xffff) | (b & 0xffffff) << 16 | 0x89ull << 40 | ((l >> 16) & 0xf) << 48 |
+                 ((b >> 24) & 0xff) << 56;
+    gdt_tss[1] = b >> 32;
+    asm volatile("ltr %w0" :: "r"(0x28));
+}
+
+uint64_t *pte_of(const void *va) { return &pt0[((uint64_t)va >> 12) & 511]; }
+
+/* --- ULPT table ---------------------------------------------------------------------- */
+/* Pool: [0] root, [1] L2, [2] L1, [3..6] leaves for 0-4 MiB; view page tables after. */
+static uint64_t tpool[12][512] __attribute__((aligned(4096)));
+#define ROOT tpool[0]
+#define L2 tpool[1]
+#define L1 tpool[2]
+#define LEAF(i) tpool[3 + (i)]
+#define VPDPT tpool[7]
+#define VPD tpool[8]
+#define VPT tpool[9]
+#define NLEAVES 4
+
+uint64_t ulpt_root_pa(void) { return (uint64_t)ROOT; }
+
+static void ulpt_build(void)
+{
+    ROOT[0] = (uint64_t)L2 | ULPT_DIR_P;
+    L2[0] = (uint64_t)L1 | ULPT_DIR_P;
+    for (int i = 0; i < NLEAVES; i++) {
+        L1[i] = (uint64_t)LEAF(i) | ULPT_DIR_P;
+        VPT[i] = (uint64_t)LEAF(i) | 7;          /* view page i maps leaf i, user-writable */
+    }
+    VPD[0] = (uint64_t)VPT | 7;
+    VPDPT[0] = (uint64_t)VPD | 7;
+    pml4[1] = (uint64_t)VPDPT | 7;
+    flush_tlb();
+}
+
+volatile uint64_t *ulpt_view_entry(uint64_t va)
+{
+    return (volatile uint64_t *)(VIEW_BASE + (va >> 12) * 16);
+}
+
+volatile uint64_t *ulpt_phys_entry(uint64_t va)
+{
+    return (volatile uint64_t *)&LEAF(va >> 20)[((va >> 12) & 255) * 2];
+}
+
+void ulpt_kset(uint64_t va, uint64_t page, uint64_t lines)
+{
+    volatile uint64_t *e = ulpt_phys_entry(va);
+    e[0] = page;
+    e[1] = lines;
+    invlpg((void *)va);
+}
+
+void ulpt_clear_all(void)
+{
+    for (int i = 0; i < NLEAVES; i++)
+        for (int j = 0; j < 512; j++)
+            LEAF(i)[j] = 0;
+    flush_tlb();
+}
+
+void ulpt_enable(uint64_t handler)
+{
+    wrmsr(MSR_ULPT_ROOT, ulpt_root_pa());
+    wrmsr(MSR_ULPT_VIEW, VIEW_BASE);
+    wrmsr(MSR_ULPT_STKADJ, 128);
+    wrmsr(MSR_ULPT_HANDLER, handler);
+    wrmsr(MSR_ULPT_STATUS, 0);
+    wrmsr(MSR_ULPT_CTL, ULPT_CTL_EN);
+}
+
+void ulpt_disable(void)
+{
+    wrmsr(MSR_ULPT_CTL, 0);
+    wrmsr(MSR_ULPT_HANDLER, 0);
+    wrmsr(MSR_ULPT_STATUS, 0);
+}
+
+void tests(void);
+
+void kmain(void)
+{
+    setup_cpu();
+    extern char __bss_end[];
+    if ((uint64_t)__bss_end > 0x200000) {
+        bm_printf("Bail out! image too large for the 4 KiB-mapped first 2 MiB\n");
+        bm_exit(1);
+    }
+    ulpt_build();
+    tests();
+    bm_done();
+}

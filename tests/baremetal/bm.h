@@ -1,0 +1,75 @@
+/*
+ * Bare-metal harness for ULPT CPU tests (no kernel): output on port 0xE9, exit through
+ * isa-debug-exit, traps, CPL 3 execution, and a ULPT table with its view.
+ * Physical memory is identity-mapped and user-accessible; the first 2 MiB use 4 KiB pages.
+ */
+#ifndef BM_H
+#define BM_H
+#include <stdarg.h>
+#include <stdint.h>
+#include "ulpt-arch.h"
+
+#define PAGE 4096ul
+#define VIEW_BASE 0x8000000000ull            /* ULPT_VIEW: PML4 slot 1 */
+
+struct trapframe {
+    uint64_t r15, r14, r13, r12, r11, r10, r9, r8, rbp, rdi, rsi, rdx, rcx, rbx, rax;
+    uint64_t vector, error, rip, cs, rflags, rsp, ss;
+};
+
+/* The trap that ended the last run_user() or was fixed up at CPL 0. */
+struct last_trap {
+    uint64_t vector, error, cr2, rip, rsp, rcx, rsi, rdi;
+};
+extern struct last_trap last_trap;
+
+void bm_printf(const char *fmt, ...);
+void bm_exit(int fail) __attribute__((noreturn));
+int bm_ok(int cond, const char *fmt, ...);
+void bm_plan(int n);
+int bm_done(void) __attribute__((noreturn));
+
+/* Runs fn(arg) at CPL 3 on the user stack; returns 0x80 if it returned, else the vector. */
+uint64_t run_user(void (*fn)(void *), void *arg, uint64_t user_rsp);
+uint64_t run_user_default(void (*fn)(void *), void *arg);
+extern uint8_t user_stack[];
+#define USER_STACK_SIZE (4 * PAGE)
+
+int try_wrmsr(uint32_t msr, uint64_t val);   /* 0, or -1 after #GP/#UD */
+int try_rdmsr(uint32_t msr, uint64_t *val);
+int kernel_uiret(void);
+
+static inline void wrmsr(uint32_t msr, uint64_t v)
+{
+    asm volatile("wrmsr" :: "c"(msr), "a"((uint32_t)v), "d"((uint32_t)(v >> 32)));
+}
+static inline uint64_t rdmsr(uint32_t msr)
+{
+    uint32_t lo, hi;
+    asm volatile("rdmsr" : "=a"(lo), "=d"(hi) : "c"(msr));
+    return (uint64_t)hi << 32 | lo;
+}
+static inline void invlpg(const void *p) { asm volatile("invlpg (%0)" :: "r"(p) : "memory"); }
+static inline void flush_tlb(void)
+{
+    uint64_t cr3;
+    asm volatile("mov %%cr3, %0; mov %0, %%cr3" : "=r"(cr3) :: "memory");
+}
+
+/* PTE of a page in the first 2 MiB. */
+uint64_t *pte_of(const void *va);
+
+/* ULPT table (kernel side). */
+uint64_t ulpt_root_pa(void);
+volatile uint64_t *ulpt_view_entry(uint64_t va);           /* 2 words via the view */
+volatile uint64_t *ulpt_phys_entry(uint64_t va);           /* same entry via the direct map */
+void ulpt_kset(uint64_t va, uint64_t page, uint64_t lines); /* kernel store + invlpg */
+void ulpt_clear_all(void);                                  /* all leaves zero, TLB flushed */
+void ulpt_enable(uint64_t handler);                         /* ROOT, VIEW, STKADJ 128, CTL.EN */
+void ulpt_disable(void);
+
+/* The test's user-mode handler (tests define ulpt_handler); the entry stub calls it. */
+void ulpt_entry(void);
+void ulpt_handler(uint64_t *frame);
+
+#endif

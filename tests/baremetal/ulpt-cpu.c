@@ -1,0 +1,455 @@
+/*
+ * ULPT CPU tests without a kernel: each block checks rules of docs/spec.md (R-...).
+ * On a CPU without ULPT (-cpu max) only the enumeration rules run.
+ */
+#include <cpuid.h>
+#include "bm.h"
+
+#define PF_P 1u
+#define PF_W 2u
+#define PF_U 4u
+#define PF_I 16u
+
+static uint8_t tp[8][PAGE] __attribute__((aligned(4096)));    /* test pages */
+
+/* --- the user-mode handler: logs frames, then does what the test asks ----------------- */
+enum { ACT_PERMIT, ACT_FIX, ACT_SKIP, ACT_FAULT, ACT_BADRIP, ACT_SETFLAGS };
+struct hlog { uint64_t w[8], frame; };
+static volatile struct hlog hlog[16];
+static volatile int hcount, haction;
+static volatile uint64_t hskip, hfault_addr, hflags;
+
+void ulpt_handler(uint64_t *f)
+{
+    if (hcount < 16) {
+        for (int i = 0; i < 8; i++)
+            hlog[hcount].w[i] = f[i];
+        hlog[hcount].frame = (uint64_t)f;
+    }
+    hcount++;
+    switch (haction) {
+    case ACT_PERMIT:
+        f[ULPT_FRAME_INFO] |= ULPT_INFO_PERMIT;
+        break;
+    case ACT_FIX: {                      /* one CPL 3 store per word through the view */
+        volatile uint64_t *e = ulpt_view_entry(f[ULPT_FRAME_ADDR]);
+        e[0] = 0;
+        e[1] = 0;
+        break;
+    }
+    case ACT_SKIP:
+        f[ULPT_FRAME_RIP] += hskip;
+        break;
+    case ACT_FAULT:
+        (void)*(volatile uint8_t *)hfault_addr;
+        break;
+    case ACT_BADRIP:
+        f[ULPT_FRAME_RIP] = 0x0000800000000000ull;
+        break;
+    case ACT_SETFLAGS:
+        f[ULPT_FRAME_RFLAGS] |= hflags;
+        f[ULPT_FRAME_INFO] |= ULPT_INFO_PERMIT;
+        break;
+    }
+}
+
+static void hreset(int action)
+{
+    hcount = 0;
+    haction = action;
+}
+
+/* --- user-mode bodies: one labelled instruction each, so tests know the faulting RIP ---- */
+#define USER_INSN(name, insn, ...)                                              \
+    extern char name##_insn[];                                                  \
+    static void __attribute__((noinline)) name(void *p)                         \
+    {                                                                           \
+        asm volatile(".globl " #name "_insn\n" #name "_insn: " insn             \
+                     :: "r"(p), ##__VA_ARGS__ : "memory", "cc");                \
+    }
+USER_INSN(u_write8, "movq $0x55, (%0)")
+USER_INSN(u_read8, "movq (%0), %%rax", "a"(0))
+USER_INSN(u_write1, "movb $0x66, (%0)")
+USER_INSN(u_add, "addq $1, (%0)")
+USER_INSN(u_lock_add, "lock addq $1, (%0)")
+USER_INSN(u_cmpxchg, "movq (%0), %%rax; lock cmpxchgq %%rax, (%0)", "a"(0))
+
+static void u_call(void *p) { ((void (*)(void))p)(); }
+
+struct rep_args { void *dst, *src; uint64_t n; };
+extern char u_stos_insn[], u_movs_insn[];
+static void __attribute__((noinline)) u_stos(void *p)
+{
+    struct rep_args *a = p;
+    asm volatile("cld\n.globl u_stos_insn\nu_stos_insn: rep stosb"
+                 : "+D"(a->dst), "+c"(a->n) : "a"(0x77) : "memory");
+}
+static void __attribute__((noinline)) u_movs(void *p)
+{
+    struct rep_args *a = p;
+    asm volatile("cld\n.globl u_movs_insn\nu_movs_insn: rep movsq"
+                 : "+D"(a->dst), "+S"(a->src), "+c"(a->n) :: "memory");
+}
+
+/* A loop of `n` writes by the same instruction. */
+struct loop_args { uint64_t *p; int n; };
+extern char u_loop_insn[];
+static void __attribute__((noinline)) u_loop(void *v)
+{
+    struct loop_args *a = v;
+    for (int i = 0; i < a->n; i++)
+        asm volatile(".globl u_loop_insn\nu_loop_insn: movq %1, (%0)" :: "r"(a->p), "r"((uint64_t)i) : "memory");
+}
+
+/* Store through the view, then the protected access: the single-store rule. */
+struct view_args { volatile uint64_t *entry; uint64_t page, lines; uint64_t *target; };
+static void u_view_then_write(void *v)
+{
+    struct view_args *a = v;
+    a->entry[1] = a->lines;
+    a->entry[0] = a->page;
+    *(volatile uint64_t *)a->target = 0x1234;
+}
+
+/* Push onto a stack whose line is denied. */
+extern char u_push_insn[];
+static void __attribute__((noinline)) u_push(void *p)
+{
+    asm volatile("mov %%rsp, %%rbx\n mov %0, %%rsp\n.globl u_push_insn\nu_push_insn: pushq $7\n"
+                 "mov %%rbx, %%rsp" :: "r"(p) : "rbx", "memory");
+}
+
+/* Red zone: a canary below RSP must survive a delivery. */
+static volatile uint64_t redzone_seen;
+extern char u_redzone_insn[];
+static void __attribute__((noinline)) u_redzone(void *p)
+{
+    asm volatile("movq $0x1eedface, -64(%%rsp)\n.globl u_redzone_insn\nu_redzone_insn: movq $1, (%1)\n"
+                 "movq -64(%%rsp), %0" : "=r"(redzone_seen) : "r"(p) : "memory");
+}
+
+/* Flags travel through UIRET: returns RFLAGS after the access. */
+static volatile uint64_t flags_after;
+extern char u_flags_insn[];
+static void __attribute__((noinline)) u_flags(void *p)
+{
+    uint64_t f;
+    asm volatile("stc\n.globl u_flags_insn\nu_flags_insn: movq $1, (%1)\npushfq\npopq %0\ncld"
+                 : "=r"(f) : "r"(p) : "memory", "cc");
+    flags_after = f;
+}
+
+static void u_uiret(void *p) { (void)p; asm volatile(".byte 0xf3, 0x0f, 0x01, 0xec"); }
+
+/* --- helpers --------------------------------------------------------------------------- */
+static uint64_t va(void *p) { return (uint64_t)p; }
+
+static int escalated(uint64_t vec, unsigned kind, uint64_t addr)
+{
+    unsigned want = PF_P | PF_U | ULPT_PF_ERROR_BIT |
+                    (kind == ULPT_KIND_W ? PF_W : 0) | (kind == ULPT_KIND_X ? PF_I : 0);
+    return vec == 14 && last_trap.error == want && last_trap.cr2 == addr;
+}
+
+static void absent_tests(void)
+{
+    uint64_t v;
+
+    bm_plan(4);
+    unsigned a, b, c, d;
+    __cpuid_count(7, 0, a, b, c, d);
+    bm_ok(!((d >> ULPT_CPUID_EDX_BIT) & 1), "R-ENUM-1: no ULPT CPUID bit on this model");
+    bm_ok(try_rdmsr(MSR_ULPT_CTL, &v) == -1 && last_trap.vector == 13, "R-ENUM-2: RDMSR ULPT_CTL #GP");
+    bm_ok(try_wrmsr(MSR_ULPT_CTL, 1) == -1 && last_trap.vector == 13, "R-ENUM-2: WRMSR ULPT_CTL #GP");
+    bm_ok(run_user_default(u_uiret, 0) == 6, "R-ENUM-2: UIRET #UD");
+}
+
+void tests(void)
+{
+    unsigned a, b, c, d;
+    uint64_t v, r;
+    int ok;
+
+    __cpuid_count(7, 0, a, b, c, d);
+    if (!((d >> ULPT_CPUID_EDX_BIT) & 1)) {
+        absent_tests();
+        return;
+    }
+    bm_plan(71);
+    bm_ok(1, "R-ENUM-1: CPUID.7.0:EDX[6] set");
+
+    /* MSRs. */
+    ok = 1;
+    for (uint32_t m = MSR_ULPT_FIRST; m <= MSR_ULPT_LAST; m++)
+        ok &= try_rdmsr(m, &v) == 0 && v == 0;
+    bm_ok(ok, "R-STATE-1: all ULPT MSRs read 0 after reset");
+    static const struct { uint32_t msr; uint64_t good, bad; } mt[] = {
+        { MSR_ULPT_CTL, 1, 2 },
+        { MSR_ULPT_ROOT, 0x123000, 0x123008 },
+        { MSR_ULPT_VIEW, VIEW_BASE, VIEW_BASE + 8 },
+        { MSR_ULPT_HANDLER, 0x401000, 0x0000800000000000ull },
+        { MSR_ULPT_STKADJ, 128, 0x10000 },
+        { MSR_ULPT_STATUS, 1, 2 },
+    };
+    for (unsigned i = 0; i < 6; i++) {
+        bm_ok(try_wrmsr(mt[i].msr, mt[i].good) == 0 && try_rdmsr(mt[i].msr, &v) == 0 && v == mt[i].good &&
+              try_wrmsr(mt[i].msr, mt[i].bad) == -1 && last_trap.vector == 13 &&
+              try_rdmsr(mt[i].msr, &v) == 0 && v == mt[i].good,
+              "R-MSR-1/2: MSR %x reads back %lx; %lx is #GP and leaves it", mt[i].msr, mt[i].good, mt[i].bad);
+        try_wrmsr(mt[i].msr, 0);
+    }
+    bm_ok(try_wrmsr(MSR_ULPT_ROOT, 1ull << 52) == -1, "R-MSR-2: ROOT above MAXPHYADDR #GP");
+    bm_ok(try_wrmsr(MSR_ULPT_VIEW, (1ull << 47) - (1ull << 38)) == -1, "R-MSR-2: VIEW + 2^39 beyond 2^47 #GP");
+    bm_ok(run_user_default(u_uiret, 0) == 6, "R-RET-1: UIRET with ULPT disabled #UD");
+
+    /* Checks with no handler: violations escalate to #PF with the ULPT bit. */
+    ulpt_clear_all();
+    ulpt_enable(0);
+    bm_ok(kernel_uiret() == -1 && last_trap.vector == 13, "R-RET-1: UIRET at CPL 0 #GP");
+    bm_ok(run_user_default(u_uiret, 0) == 13, "R-RET-1: UIRET outside a handler #GP");
+    bm_ok(run_user_default(u_write8, tp[0]) == 0x80 && run_user_default(u_read8, tp[0]) == 0x80,
+          "empty table: user read and write succeed");
+
+    struct view_args vw = { ulpt_view_entry(va(tp[0])), ULPT_NW, 0, (uint64_t *)(tp[0] + 8) };
+    r = run_user_default(u_view_then_write, &vw);
+    bm_ok(escalated(r, ULPT_KIND_W, va(tp[0]) + 8),
+          "R-COH-1: one user store through the view denies the next write (vec %lu err %lx cr2 %lx)",
+          r, last_trap.error, last_trap.cr2);
+    bm_ok(last_trap.rip != 0 && *(volatile uint64_t *)(tp[0] + 8) != 0x1234, "R-ESC-1: the write did not happen");
+    bm_ok(run_user_default(u_read8, tp[0]) == 0x80, "R-TBL-1: NW page still allows reads");
+    vw.page = 0;
+    bm_ok(run_user_default(u_view_then_write, &vw) == 0x80 && *(volatile uint64_t *)(tp[0] + 8) == 0x1234,
+          "R-COH-1: clearing the entry with one store allows the write again");
+
+    ulpt_kset(va(tp[1]), ULPT_NR, 0);
+    r = run_user_default(u_read8, tp[1] + 16);
+    bm_ok(escalated(r, ULPT_KIND_R, va(tp[1]) + 16), "R-TBL-1: NR page denies reads (#PF W=0, ULPT bit)");
+    bm_ok(last_trap.rip == (uint64_t)u_read8_insn, "R-ESC-1: #PF reported at the faulting instruction");
+    bm_ok(run_user_default(u_write8, tp[1]) == 0x80, "R-TBL-1: NR page allows writes");
+
+    tp[2][0] = 0xc3;                                   /* ret */
+    bm_ok(run_user_default(u_call, tp[2]) == 0x80, "code on a page without NX runs");
+    ulpt_kset(va(tp[2]), ULPT_NX, 0);
+    r = run_user_default(u_call, tp[2]);
+    bm_ok(escalated(r, ULPT_KIND_X, va(tp[2])), "R-TBL-1: NX denies instruction fetch (#PF I/D=1)");
+    ulpt_kset(va(tp[2]), ULPT_NX, 0);
+    bm_ok(run_user_default(u_write1, tp[2] + 1) == 0x80, "NX alone allows data writes");
+
+    /* Lines. */
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(3));
+    bm_ok(run_user_default(u_write8, tp[3] + 2 * 128) == 0x80, "R-TBL-1: line 2 writable");
+    r = run_user_default(u_write8, tp[3] + 3 * 128 + 40);
+    bm_ok(escalated(r, ULPT_KIND_W, va(tp[3]) + 3 * 128 + 40), "R-TBL-1: line 3 write denied, exact CR2");
+    bm_ok(run_user_default(u_write8, tp[3] + 4 * 128) == 0x80 && run_user_default(u_read8, tp[3] + 3 * 128) == 0x80,
+          "R-TBL-1: line 4 writable, line 3 readable");
+    r = run_user_default(u_write8, tp[3] + 3 * 128 - 4);
+    bm_ok(escalated(r, ULPT_KIND_W, va(tp[3]) + 3 * 128), "R-ACC-1: unaligned write straddling into line 3 denied at its first byte");
+    ulpt_kset(va(tp[4]), 0, ULPT_LINE_NW(0));
+    r = run_user_default(u_write8, tp[4] - 4);
+    bm_ok(escalated(r, ULPT_KIND_W, va(tp[4])), "R-ACC-1: write straddling a page boundary into a denied line");
+    bm_ok(run_user_default(u_write8, tp[4] - 8) == 0x80, "write ending at the page boundary allowed");
+
+    struct rep_args ra = { tp[3] + 100, 0, 400 };
+    r = run_user_default(u_stos, &ra);
+    bm_ok(escalated(r, ULPT_KIND_W, va(tp[3]) + 384) && last_trap.rdi == va(tp[3]) + 384 &&
+          last_trap.rcx == 400 - (384 - 100u),
+          "R-ACC-4: rep stosb stops at the denied line with RDI/RCX of that iteration (rdi %lx rcx %lu)",
+          last_trap.rdi, last_trap.rcx);
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NR(5));
+    struct rep_args rm = { tp[5], tp[3] + 512, 32 };
+    r = run_user_default(u_movs, &rm);
+    bm_ok(escalated(r, ULPT_KIND_R, va(tp[3]) + 640), "R-ACC-1: rep movsq reading through a NR line (vec %lu err %lx cr2 %lx)",
+          r, last_trap.error, last_trap.cr2);
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(1));
+    r = run_user_default(u_cmpxchg, tp[3] + 136);
+    bm_ok(escalated(r, ULPT_KIND_W, va(tp[3]) + 136), "R-ACC-1: lock cmpxchg on a NW line reports a write (vec %lu err %lx cr2 %lx)",
+          r, last_trap.error, last_trap.cr2);
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NR(1));
+    r = run_user_default(u_lock_add, tp[3] + 136);
+    bm_ok(escalated(r, ULPT_KIND_R, va(tp[3]) + 136), "R-ACC-1: lock add on a NR line reports its read");
+
+    uint8_t *stk = user_stack + USER_STACK_SIZE - 2 * PAGE;
+    ulpt_kset(va(stk), 0, ULPT_LINE_NW(31));
+    r = run_user_default(u_push, stk + PAGE);
+    bm_ok(escalated(r, ULPT_KIND_W, va(stk) + PAGE - 8) && last_trap.rip == (uint64_t)u_push_insn,
+          "R-ACC-1: a push to a denied stack line escalates");
+    ulpt_kset(va(stk), 0, 0);
+
+    /* Priority and what is not checked. */
+    ulpt_kset(va(tp[6]), ULPT_NW, 0);
+    *pte_of(tp[6]) &= ~2ull;                            /* read-only in the page tables */
+    invlpg(tp[6]);
+    r = run_user_default(u_write8, tp[6]);
+    bm_ok(r == 14 && last_trap.error == (PF_P | PF_W | PF_U), "R-ACC-3: paging fault first, without the ULPT bit");
+    *pte_of(tp[6]) &= ~1ull;                            /* not present */
+    invlpg(tp[6]);
+    r = run_user_default(u_read8, tp[6]);
+    bm_ok(r == 14 && last_trap.error == PF_U, "R-ACC-3: not-present page faults without the ULPT bit");
+    *pte_of(tp[6]) |= 3;
+    invlpg(tp[6]);
+    *(volatile uint64_t *)tp[6] = 9;
+    bm_ok(*(volatile uint64_t *)tp[6] == 9, "R-ACC-2: CPL 0 writes a ULPT-denied page");
+
+    ulpt_kset(va(tp[7]), 1ull << 3, 0);
+    r = run_user_default(u_read8, tp[7]);
+    bm_ok(escalated(r, ULPT_KIND_R, va(tp[7])), "R-TBL-2: reserved leaf bit: malformed, access denied");
+    ulpt_kset(va(tp[7]), 0xa5ull << 56, 0);
+    bm_ok(run_user_default(u_write8, tp[7]) == 0x80, "R-TBL-2: software bits 63:56 restrict nothing");
+
+    /* The view is never restricted (R-COH-3); kernel stores are not noticed (R-COH-4). */
+    ulpt_kset(va(tp[0]), 0, 0);
+    vw = (struct view_args){ ulpt_view_entry(va(tp[0])), 0, 0, (uint64_t *)tp[0] };
+    bm_ok(run_user_default(u_view_then_write, &vw) == 0x80, "R-COH-3: user stores to the view succeed");
+    bm_ok(run_user_default(u_write8, tp[0]) == 0x80, "write allowed before a kernel-side table change");
+    ulpt_phys_entry(va(tp[0]))[0] = ULPT_NW;            /* through the direct map: not noticed */
+    invlpg(tp[0]);
+    bm_ok(escalated(run_user_default(u_write8, tp[0]), ULPT_KIND_W, va(tp[0])),
+          "R-COH-4: after INVLPG the kernel's table change applies");
+    ulpt_kset(va(tp[0]), 0, 0);
+
+    /* Root outside RAM: everything malformed, including instruction fetch. */
+    wrmsr(MSR_ULPT_ROOT, 0xf000000000ull);
+    r = run_user_default(u_write8, tp[0]);
+    bm_ok(r == 14 && (last_trap.error & ULPT_PF_ERROR_BIT) && (last_trap.error & PF_I),
+          "R-TBL-2: a root outside RAM denies everything, even the first fetch");
+    wrmsr(MSR_ULPT_ROOT, ulpt_root_pa());
+    bm_ok(run_user_default(u_write8, tp[0]) == 0x80, "R-MSR-3: writing ROOT back applies at once");
+
+    /* Delivery. */
+    ulpt_enable((uint64_t)ulpt_entry);
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(2));
+    hreset(ACT_FIX);
+    uint64_t ursp = (uint64_t)user_stack + USER_STACK_SIZE - 64;
+    r = run_user(u_write8, tp[3] + 256 + 24, ursp);
+    volatile struct hlog *h = &hlog[0];
+    bm_ok(r == 0x80 && hcount == 1, "R-DEL-1: the handler ran once and the program finished (r %lu, %d deliveries)", r, hcount);
+    bm_ok(h->w[ULPT_FRAME_ADDR] == va(tp[3]) + 256 + 24 && ULPT_INFO_KIND(h->w[1]) == ULPT_KIND_W &&
+          ULPT_INFO_REASON(h->w[1]) == ULPT_REASON_LINE && ULPT_INFO_SIZE(h->w[1]) == 8 &&
+          ULPT_INFO_PERMITTED(h->w[1]) == 0 && !(h->w[1] & ULPT_INFO_PERMIT),
+          "R-DEL-1: frame addr and info (kind W, reason line, size 8): %lx %lx", h->w[0], h->w[1]);
+    bm_ok(h->w[ULPT_FRAME_ENTRY0] == 0 && h->w[ULPT_FRAME_ENTRY1] == ULPT_LINE_NW(2) && h->w[7] == 0,
+          "R-DEL-1: frame carries the entry words");
+    bm_ok(h->w[ULPT_FRAME_RIP] == (uint64_t)u_write8_insn, "R-DEL-1: frame rip is the faulting instruction");
+    bm_ok(h->frame == ((h->w[ULPT_FRAME_RSP] - 128 - 64) & ~15ull) && (h->frame & 15) == 0,
+          "R-DEL-1: frame at (rsp - STKADJ - 64) & ~15 (frame %lx rsp %lx)", h->frame, h->w[ULPT_FRAME_RSP]);
+    bm_ok(*(volatile uint64_t *)(tp[3] + 256 + 24) == 0x55 && ulpt_phys_entry(va(tp[3]))[1] == 0,
+          "R-COH-1: the handler cleared the entry through the view; the write then completed");
+    bm_ok(try_rdmsr(MSR_ULPT_STATUS, &v) == 0 && v == 0, "R-RET-1: IN_HANDLER is 0 after UIRET");
+
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(2));
+    hreset(ACT_PERMIT);
+    struct loop_args la = { (uint64_t *)(tp[3] + 256), 3 };
+    r = run_user_default(u_loop, &la);
+    bm_ok(r == 0x80 && hcount == 3 && *(volatile uint64_t *)(tp[3] + 256) == 2 &&
+          ulpt_phys_entry(va(tp[3]))[1] == ULPT_LINE_NW(2),
+          "R-RET-2: permit lets each write through once, table unchanged (%d deliveries)", hcount);
+    bm_ok(hlog[1].w[ULPT_FRAME_RIP] == (uint64_t)u_loop_insn, "R-RET-2: every iteration faults again at the same instruction");
+
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NR(2) | ULPT_LINE_NW(2));
+    *(volatile uint64_t *)(tp[3] + 256) = 40;
+    hreset(ACT_PERMIT);
+    r = run_user_default(u_add, tp[3] + 256);
+    bm_ok(r == 0x80 && hcount == 2 && *(volatile uint64_t *)(tp[3] + 256) == 41,
+          "R-RET-3: add on an R+W-denied line completes once after two deliveries (%d)", hcount);
+    bm_ok(ULPT_INFO_KIND(hlog[0].w[1]) == ULPT_KIND_R && ULPT_INFO_KIND(hlog[1].w[1]) == ULPT_KIND_W &&
+          ULPT_INFO_PERMITTED(hlog[1].w[1]) == ULPT_KIND_R,
+          "R-RET-3: read reported, then write with the read already permitted");
+    hreset(ACT_PERMIT);
+    r = run_user_default(u_lock_add, tp[3] + 256);
+    bm_ok(r == 0x80 && hcount == 2 && *(volatile uint64_t *)(tp[3] + 256) == 42 &&
+          ((ULPT_INFO_KIND(hlog[0].w[1]) | ULPT_INFO_KIND(hlog[1].w[1])) == (ULPT_KIND_R | ULPT_KIND_W)),
+          "R-RET-3: lock add reports both its write and its read, completes once (%d)", hcount);
+
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NR(4));
+    ulpt_kset(va(tp[5]), 0, ULPT_LINE_NW(0));
+    for (int i = 0; i < 16; i++)
+        ((volatile uint64_t *)(tp[3] + 512))[i] = 100 + i;
+    hreset(ACT_PERMIT);
+    rm = (struct rep_args){ tp[5] + 64, tp[3] + 512, 16 };
+    r = run_user_default(u_movs, &rm);
+    ok = r == 0x80;
+    for (int i = 0; i < 16; i++)
+        ok &= ((volatile uint64_t *)(tp[5] + 64))[i] == (uint64_t)(100 + i);
+    bm_ok(ok && hcount == 16 + 8, "R-RET-2/R-ACC-4: rep movsq through a NR source line and a NW destination line copies everything (%d deliveries, r %lu, trap %lu at %lx)", hcount, r, last_trap.vector, last_trap.rip);
+
+    /* Fetch violation delivered; the handler clears NX. */
+    ulpt_kset(va(tp[2]), ULPT_NX, 0);
+    hreset(ACT_FIX);
+    r = run_user_default(u_call, tp[2]);
+    bm_ok(r == 0x80 && hcount == 1 && ULPT_INFO_KIND(hlog[0].w[1]) == ULPT_KIND_X &&
+          hlog[0].w[ULPT_FRAME_RIP] == va(tp[2]) && hlog[0].w[0] == va(tp[2]),
+          "R-DEL-1: fetch violation delivered with kind X and rip = the fetched address");
+
+    /* Flags and the red zone. */
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(0));
+    hreset(ACT_SETFLAGS);
+    hflags = 0x400 /* DF */ | 0x3000 /* IOPL */;
+    r = run_user_default(u_flags, tp[3]);
+    bm_ok(r == 0x80 && (flags_after & 1) && (flags_after & 0x400) && !(flags_after & 0x3000) && !(flags_after & 0x200),
+          "R-RET-1: UIRET restores CF and DF from the frame, never IOPL or IF (rflags %lx)", flags_after);
+    hreset(ACT_PERMIT);
+    r = run_user_default(u_redzone, tp[3]);
+    bm_ok(r == 0x80 && hcount == 1 && redzone_seen == 0x1eedface, "R-DEL-1: the frame skips the 128-byte red zone");
+
+    /* Escalation from the handler, frame faults, bad return. */
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(0));
+    ulpt_kset(va(tp[4]), ULPT_NR, 0);
+    hreset(ACT_FAULT);
+    hfault_addr = va(tp[4]) + 8;
+    r = run_user_default(u_write8, tp[3]);
+    bm_ok(escalated(r, ULPT_KIND_R, va(tp[4]) + 8) && hcount == 1,
+          "R-ESC-1: a violation inside the handler escalates to #PF (err %lx cr2 %lx)", last_trap.error, last_trap.cr2);
+    bm_ok(try_rdmsr(MSR_ULPT_STATUS, &v) == 0 && v == 1, "R-ESC-1: IN_HANDLER stays set after escalation from the handler");
+    wrmsr(MSR_ULPT_STATUS, 0);
+    ulpt_kset(va(tp[4]), 0, 0);
+
+    hreset(ACT_PERMIT);
+    uint8_t *ro = user_stack;                         /* make the frame's page read-only */
+    *pte_of(ro) &= ~2ull;
+    invlpg(ro);
+    /* RSP in the writable page above, the frame (RSP - 192) in the read-only one. */
+    r = run_user(u_write8, tp[3], va(ro) + PAGE + 64);
+    uint64_t fb = (va(ro) + PAGE + 64 - 8 - 128 - 64) & ~15ull;
+    bm_ok(r == 14 && !(last_trap.error & ULPT_PF_ERROR_BIT) && (last_trap.error & PF_W) &&
+          last_trap.cr2 >= fb && last_trap.cr2 < fb + 64 && last_trap.rip == (uint64_t)u_write8_insn && hcount == 0,
+          "R-DEL-2: a frame write that faults is an ordinary #PF at the faulting instruction (err %lx cr2 %lx)",
+          last_trap.error, last_trap.cr2);
+    bm_ok(try_rdmsr(MSR_ULPT_STATUS, &v) == 0 && v == 0, "R-DEL-2: nothing changed: IN_HANDLER still 0");
+    *pte_of(ro) |= 2;
+    invlpg(ro);
+
+    hreset(ACT_BADRIP);
+    r = run_user_default(u_write8, tp[3]);
+    bm_ok(r == 13 && hcount == 1, "R-RET-1: UIRET to a non-canonical rip #GP");
+    wrmsr(MSR_ULPT_STATUS, 0);
+
+    wrmsr(MSR_ULPT_HANDLER, va(tp[6]) + 0x100);       /* handler in a non-present page */
+    *pte_of(tp[6]) &= ~1ull;
+    invlpg(tp[6]);
+    r = run_user_default(u_write8, tp[3]);
+    bm_ok(r == 14 && last_trap.cr2 == va(tp[6]) + 0x100 && (last_trap.error & PF_I) &&
+          !(last_trap.error & ULPT_PF_ERROR_BIT),
+          "a handler on a non-present page: ordinary fetch #PF at the handler");
+    bm_ok(try_rdmsr(MSR_ULPT_STATUS, &v) == 0 && v == 1, "  ...with the frame pushed and IN_HANDLER set");
+    *pte_of(tp[6]) |= 1;
+    invlpg(tp[6]);
+    wrmsr(MSR_ULPT_STATUS, 0);
+    wrmsr(MSR_ULPT_HANDLER, (uint64_t)ulpt_entry);
+
+    /* Disabling ULPT lifts every restriction; enabling brings them back. */
+    ulpt_kset(va(tp[3]), ULPT_NW, 0);
+    wrmsr(MSR_ULPT_CTL, 0);
+    bm_ok(run_user_default(u_write8, tp[3]) == 0x80, "R-ACC-1: with CTL.EN=0 nothing is checked");
+    wrmsr(MSR_ULPT_CTL, 1);
+    hreset(ACT_FIX);
+    r = run_user_default(u_write8, tp[3]);
+    bm_ok(r == 0x80 && hcount == 1, "R-MSR-3: CTL.EN=1 applies at once");
+
+    /* A cleared entry restores the fast path: the entry installed afterwards is ordinary,
+       so a burst of accesses is fast; here we check the rights, the speed is in the bench. */
+    ulpt_kset(va(tp[3]), 0, 0);
+    hreset(ACT_PERMIT);
+    la = (struct loop_args){ (uint64_t *)tp[3], 100 };
+    bm_ok(run_user_default(u_loop, &la) == 0x80 && hcount == 0, "R-TBL-1: an empty entry never delivers");
+    ulpt_disable();
+}
