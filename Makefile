@@ -49,7 +49,7 @@ BM_CFLAGS := -O1 -g -ffreestanding -fno-pic -no-pie -nostdlib -static -mno-red-z
 	-mgeneral-regs-only -fno-stack-protector -fno-asynchronous-unwind-tables -Wall -Wextra \
 	-Werror -Itarget-ulpt -Wl,-T,tests/baremetal/kernel.ld -Wl,--build-id=none -Wl,-z,noexecstack
 BM_COMMON := tests/baremetal/boot.S tests/baremetal/bm.c
-BM_IMAGES := $(B)/baremetal/ulpt-cpu.elf
+BM_IMAGES := $(patsubst tests/baremetal/%.c,$(B)/baremetal/%.elf,$(filter-out tests/baremetal/bm.c,$(wildcard tests/baremetal/*.c)))
 $(B)/baremetal/%.elf: tests/baremetal/%.c $(BM_COMMON) tests/baremetal/bm.h tests/baremetal/kernel.ld target-ulpt/ulpt-arch.h
 	@mkdir -p $(@D)
 	$(CC) $(BM_CFLAGS) -o $@ $(BM_COMMON) $<

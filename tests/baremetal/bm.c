@@ -132,6 +132,8 @@ static void set_gate(int v, char *fn, uint8_t type)
     idt[v] = (struct idt_gate){ (uint16_t)a, 0x08, 0, type, (uint16_t)(a >> 16), (uint32_t)(a >> 32), 0 };
 }
 
+static void set_tss_desc(uint64_t *d, void *t, uint64_t size);
+
 static void setup_cpu(void)
 {
     GATE(0); GATE(1); GATE(2); GATE(3); GATE(4); GATE(5); GATE(6); GATE(7); GATE(8);
@@ -144,11 +146,61 @@ static void setup_cpu(void)
 
     tss.rsp0 = (uint64_t)kstack + sizeof(kstack);
     tss.iomap = sizeof(tss);
-    uint64_t b = (uint64_t)&tss, l = sizeof(tss) - 1;
-    gdt_tss[0] = (l & 0xffff) | (b & 0xffffff) << 16 | 0x89ull << 40 | ((l >> 16) & 0xf) << 48 |
-                 ((b >> 24) & 0xff) << 56;
-    gdt_tss[1] = b >> 32;
+    set_tss_desc(gdt_tss, &tss, sizeof(tss));
     asm volatile("ltr %w0" :: "r"(0x28));
+}
+
+/* --- the second CPU ------------------------------------------------------------------ */
+static struct { uint32_t r0; uint64_t rsp0, rsp1, rsp2, r1, ist[7], r2; uint16_t r3, iomap; }
+    __attribute__((packed)) tss_ap;
+static uint8_t kstack_ap[4 * PAGE] __attribute__((aligned(16)));
+extern uint64_t gdt_tss_ap[2], pdpt[];
+extern char ap_tramp_start[], ap_tramp_end[];
+static void (*volatile ap_fn)(void);
+static volatile int ap_alive;
+
+static void set_tss_desc(uint64_t *d, void *t, uint64_t size)
+{
+    uint64_t b = (uint64_t)t, l = size - 1;
+    d[0] = (l & 0xffff) | (b & 0xffffff) << 16 | 0x89ull << 40 | ((l >> 16) & 0xf) << 48 |
+           ((b >> 24) & 0xff) << 56;
+    d[1] = b >> 32;
+}
+
+void ap_main(void)
+{
+    struct { uint16_t limit; uint64_t base; } __attribute__((packed)) idtr = { sizeof(idt) - 1, (uint64_t)idt };
+    asm volatile("lidt %0" :: "m"(idtr));
+    tss_ap.rsp0 = (uint64_t)kstack_ap + sizeof(kstack_ap);
+    tss_ap.iomap = sizeof(tss_ap);
+    set_tss_desc(gdt_tss_ap, &tss_ap, sizeof(tss_ap));
+    asm volatile("ltr %w0" :: "r"(0x40));
+    ap_alive = 1;
+    ap_fn();
+}
+
+static void lapic_write(uint32_t reg, uint32_t v) { *(volatile uint32_t *)(0xfee00000ull + reg) = v; }
+static uint32_t lapic_read(uint32_t reg) { return *(volatile uint32_t *)(0xfee00000ull + reg); }
+static void delay(long n) { for (volatile long i = 0; i < n; i++) ; }
+
+int start_ap(void (*fn)(void))
+{
+    uint8_t *dst = (uint8_t *)0x8000;
+    for (char *p = ap_tramp_start; p < ap_tramp_end; p++)
+        *dst++ = (uint8_t)*p;
+    pdpt[3] = 0xc0000000ull | 0x9b;               /* 1 GiB page over the local APIC, uncached */
+    flush_tlb();
+    ap_fn = fn;
+    lapic_write(0xf0, lapic_read(0xf0) | 0x100);  /* enable the local APIC */
+    lapic_write(0x310, 1u << 24);                 /* destination: APIC ID 1 */
+    lapic_write(0x300, 0x4500);                   /* INIT */
+    delay(100000);
+    for (int i = 0; i < 2 && !ap_alive; i++) {
+        lapic_write(0x310, 1u << 24);
+        lapic_write(0x300, 0x4600 | (0x8000 >> 12));  /* STARTUP at 0x8000 */
+        for (long t = 0; t < 50000000 && !ap_alive; t++) ;
+    }
+    return ap_alive;
 }
 
 uint64_t *pte_of(const void *va) { return &pt0[((uint64_t)va >> 12) & 511]; }

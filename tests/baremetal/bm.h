@@ -59,6 +59,12 @@ static inline void flush_tlb(void)
 /* PTE of a page in the first 2 MiB. */
 uint64_t *pte_of(const void *va);
 
+/* Starts the second CPU (APIC ID 1) in long mode at CPL 0 running fn(); returns when it
+   has entered fn, or 0 after a timeout. */
+int start_ap(void (*fn)(void));
+/* Enters CPL 3 at fn(arg) on the given stack, never to return (the second CPU's user part). */
+void enter_user(void (*fn)(void *), void *arg, uint64_t user_rsp) __attribute__((noreturn));
+
 /* ULPT table (kernel side). */
 uint64_t ulpt_root_pa(void);
 volatile uint64_t *ulpt_view_entry(uint64_t va);           /* 2 words via the view */

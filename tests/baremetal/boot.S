@@ -178,6 +178,17 @@ user_entry:
     int $0x80
     ud2
 
+/* void enter_user(void (*fn)(void *), void *arg, uint64_t user_rsp): CPL 3 for good. */
+    .globl enter_user
+enter_user:
+    pushq $UDATA
+    pushq %rdx
+    pushq $0x2
+    pushq $UCODE
+    leaq user_entry(%rip), %rax
+    pushq %rax
+    iretq
+
 /* void return_to_kernel(uint64_t result): abandon the user context, return from run_user. */
     .globl return_to_kernel
 return_to_kernel:
@@ -258,6 +269,57 @@ kuiret_insn:
 kuiret_fixup:
     ret
 
+/* Second-CPU start: real-mode trampoline, copied to AP_TRAMPOLINE (0x8000) by start_ap(). */
+#define AP_TRAMPOLINE 0x8000
+#define TR(x) (AP_TRAMPOLINE + (x) - ap_tramp_start)
+    .code16
+    .globl ap_tramp_start, ap_tramp_end
+ap_tramp_start:
+    cli
+    xorw %ax, %ax
+    movw %ax, %ds
+    lgdtl TR(ap_gdt_desc)
+    movl %cr0, %eax
+    orl $1, %eax
+    movl %eax, %cr0
+    ljmpl $0x38, $TR(ap_tramp32)
+    .code32
+ap_tramp32:
+    movw $0x10, %ax
+    movw %ax, %ds
+    movw %ax, %es
+    movw %ax, %ss
+    movl %cr4, %eax
+    orl $0x20, %eax
+    movl %eax, %cr4
+    movl $pml4, %eax
+    movl %eax, %cr3
+    movl $0xc0000080, %ecx
+    rdmsr
+    orl $0x900, %eax
+    wrmsr
+    movl %cr0, %eax
+    orl $0x80010001, %eax
+    movl %eax, %cr0
+    ljmp $KCODE, $ap_long_entry
+    .align 8
+ap_gdt_desc:
+    .word gdt_end - gdt - 1
+    .long gdt
+ap_tramp_end:
+
+    .code64
+ap_long_entry:
+    movw $KDATA, %ax
+    movw %ax, %ds
+    movw %ax, %es
+    movw %ax, %ss
+    movabsq $ap_stack_top, %rsp
+    call ap_main
+1:  cli
+    hlt
+    jmp 1b
+
     .data
     .align 16
 gdt:
@@ -269,6 +331,10 @@ gdt:
     .globl gdt_tss
 gdt_tss:
     .quad 0, 0                       /* 0x28 TSS, filled in by kmain */
+    .quad 0x00cf9a000000ffff         /* 0x38 32-bit code, for the AP trampoline */
+    .globl gdt_tss_ap
+gdt_tss_ap:
+    .quad 0, 0                       /* 0x40 the second CPU's TSS */
 gdt_end:
 gdt_desc:
     .word gdt_end - gdt - 1
@@ -284,4 +350,6 @@ pt0:  .skip 4096
     .align 16
     .skip 16384
 boot_stack_top:
+    .skip 16384
+ap_stack_top:
 kctx_rsp: .skip 8

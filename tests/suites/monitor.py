@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Observability and state tests for the ULPT CPU (docs/spec.md sections 10-11):
+`info ulpt`, `info registers`, the ulpt_* trace events, and migration of the ULPT MSRs
+(the cpu/ulpt vmstate subsection), on a bare-metal image that leaves state behind."""
+import os, re, socket, subprocess, sys, tempfile, time
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+QEMU = os.path.join(TOP, "build/qemu/obj/qemu-system-x86_64")
+IMAGE = os.path.join(TOP, "build/baremetal/ulpt-state.elf")
+n = 0
+
+def ok(cond, desc):
+    global n
+    n += 1
+    print(("ok" if cond else "not ok") + " %d - %s" % (n, desc), flush=True)
+    return cond
+
+class Monitor:
+    def __init__(self, path):
+        for _ in range(300):
+            try:
+                self.s = socket.socket(socket.AF_UNIX)
+                self.s.connect(path)
+                break
+            except OSError:
+                time.sleep(0.1)
+        self.read_prompt()
+
+    def read_prompt(self):
+        buf = b""
+        self.s.settimeout(30)
+        while not buf.endswith(b"(qemu) "):
+            chunk = self.s.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+        return re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", buf.decode(errors="replace"))
+
+    def cmd(self, line):
+        self.s.sendall(line.encode() + b"\n")
+        return self.read_prompt()
+
+def start(tmp, name, extra):
+    out = os.path.join(tmp, name + ".out")
+    mon = os.path.join(tmp, name + ".sock")
+    args = [QEMU, "-M", "pc", "-cpu", "ulpt", "-m", "128M", "-nodefaults", "-display", "none",
+            "-chardev", "file,id=dbg,path=" + out, "-device", "isa-debugcon,iobase=0xe9,chardev=dbg",
+            "-monitor", "unix:%s,server=on,wait=off" % mon, "-kernel", IMAGE] + extra
+    p = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return p, out, Monitor(mon)
+
+def wait_for(path, text, secs=60):
+    end = time.time() + secs
+    while time.time() < end:
+        if os.path.exists(path) and text in open(path, errors="replace").read():
+            return True
+        time.sleep(0.1)
+    return False
+
+def main():
+    print("1..13", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = os.path.join(tmp, "trace.log")
+        a, out_a, mon_a = start(tmp, "a", ["-d", "trace:ulpt_*", "-D", trace])
+        try:
+            ok(wait_for(out_a, "# state ready"), "the state image ran to its halt")
+            info = mon_a.cmd("info ulpt")
+            msrs_a = re.search(r"CTL .*STATUS \S+", info)
+            ok("ulpt present, enabled, in_handler 1" in info, "info ulpt: present, enabled, in handler")
+            ok("HANDLER 0x7fffdead0000" in info and "STKADJ 0x1234" in info and "VIEW 0x8000000000" in info,
+               "info ulpt: MSR values")
+            ok(re.search(r"violations 2 delivered 1 escalated 1 returns 1", info) is not None,
+               "info ulpt: counters (2 violations: 1 delivered, 1 escalated; 1 return)")
+            regs = mon_a.cmd("info registers")
+            ok("ULPT CTL=0000000000000001" in regs and "HANDLER=00007fffdead0000" in regs,
+               "info registers shows the ULPT MSRs")
+            mig = os.path.join(tmp, "state.mig")
+            mon_a.cmd("stop")
+            mon_a.cmd('migrate "exec:cat > %s"' % mig)
+            status = ""
+            for _ in range(300):
+                status = mon_a.cmd("info migrate")
+                if "completed" in status or "failed" in status:
+                    break
+                time.sleep(0.1)
+            ok("Migration status: completed" in status, "migration of the ULPT guest completes")
+            mon_a.cmd("quit")
+        finally:
+            a.wait(timeout=30)
+        log = open(trace).read() if os.path.exists(trace) else ""
+        for ev in ("ulpt_msr_write", "ulpt_violation", "ulpt_deliver", "ulpt_uiret", "ulpt_escalate",
+                   "ulpt_view_store"):
+            ok(ev in log, "trace event %s fires" % ev)
+
+        b, _, mon_b = start(tmp, "b", ["-incoming", "exec:cat %s" % mig])
+        try:
+            info_b = ""
+            for _ in range(300):
+                if "Migration status: completed" in mon_b.cmd("info migrate"):
+                    break
+                time.sleep(0.1)
+            info_b = mon_b.cmd("info ulpt")
+            msrs_b = re.search(r"CTL .*STATUS \S+", info_b)
+            ok("ulpt present, enabled, in_handler 1" in info_b and msrs_a and msrs_b and
+               msrs_a.group(0) == msrs_b.group(0),
+               "R-STATE-2: the ULPT MSRs arrive on the destination (%s)" % (msrs_b.group(0) if msrs_b else "none"))
+            mon_b.cmd("quit")
+        finally:
+            b.wait(timeout=30)
+    return 0
+
+if __name__ == "__main__":
+    sys.exit(main())
