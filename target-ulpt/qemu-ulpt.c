@@ -158,9 +158,18 @@ static void view_store(CPUState *cs, vaddr addr, int size, uintptr_t ra)
     }
     env->ulpt_stats.view_stores++;
     trace_ulpt_view_store(cs->cpu_index, addr, first, last, remote);
-    /* Same CPU (R-COH-1): nothing this CPU does between here and the store uses the page. */
+    /*
+     * Same CPU (R-COH-1): nothing this CPU does between here and the store uses the page,
+     * so dropping its TLB entries now is enough. Line rights never affect instruction
+     * fetch: for them, dropping the entries is all (the cheap, common case). Page rights
+     * may set NX, so those also drop the page's translated-code lookups.
+     */
     for (page = first; page <= last; page += TARGET_PAGE_SIZE) {
-        tlb_flush_page_by_mmuidx(cs, page, ULPT_USER_IDXMAP);
+        if (page_word) {
+            tlb_flush_page_by_mmuidx(cs, page, ULPT_USER_IDXMAP);
+        } else {
+            tlb_flush_page_entry_by_mmuidx(cs, page, ULPT_USER_IDXMAP);
+        }
     }
     if (remote) {
         env->ulpt.sync_step = false;
@@ -169,8 +178,15 @@ static void view_store(CPUState *cs, vaddr addr, int size, uintptr_t ra)
             tlb_flush_page_by_mmuidx_all_cpus_synced(cs, page, ULPT_USER_IDXMAP);
         }
     } else if (page_word) {
-        /* R-COH-5: leave chained code at the end of this block so a new NX is seen. */
-        qatomic_set(&cpu_neg(cs)->icount_decr.u16.high, -1);
+        /*
+         * R-COH-5: directly chained blocks never leave their page, so only a chain in the
+         * page being changed (or the one before, for an instruction crossing into it) can
+         * run on without a TLB lookup. Stop it at the end of this block.
+         */
+        uint64_t pc = (env->eip + env->segs[R_CS].base) & TARGET_PAGE_MASK;
+        if (first <= pc + TARGET_PAGE_SIZE && last + TARGET_PAGE_SIZE >= pc) {
+            qatomic_set(&cpu_neg(cs)->icount_decr.u16.high, -1);
+        }
     }
 }
 

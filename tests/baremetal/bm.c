@@ -4,7 +4,7 @@
 struct last_trap last_trap;
 uint8_t user_stack[USER_STACK_SIZE] __attribute__((aligned(4096)));
 static uint8_t kstack[4 * PAGE] __attribute__((aligned(16)));
-extern uint64_t pml4[], pt0[];
+extern uint64_t pml4[], pdpt[], pt0[];
 extern uint64_t gdt_tss[2];
 
 static inline void outb(uint16_t port, uint8_t v) { asm volatile("outb %0, %1" :: "a"(v), "Nd"(port)); }
@@ -150,11 +150,33 @@ static void setup_cpu(void)
     asm volatile("ltr %w0" :: "r"(0x28));
 }
 
+static uint64_t hpet_period_fs;
+#define HPET ((volatile uint64_t *)0xfed00000ull)
+
+static void map_high_gib(void)
+{
+    pdpt[3] = 0xc0000000ull | 0x9f;               /* 3-4 GiB: local APIC, HPET; uncached, user */
+    flush_tlb();
+}
+
+int hpet_init(void)
+{
+    map_high_gib();
+    hpet_period_fs = HPET[0] >> 32;               /* capabilities: counter period in fs */
+    HPET[2] |= 1;                                 /* general configuration: enable */
+    return hpet_period_fs != 0 && hpet_period_fs <= 100000000;
+}
+
+uint64_t hpet_ns(void)
+{
+    return HPET[30] * (hpet_period_fs / 1000) / 1000;   /* QEMU's period is whole ps */
+}
+
 /* --- the second CPU ------------------------------------------------------------------ */
 static struct { uint32_t r0; uint64_t rsp0, rsp1, rsp2, r1, ist[7], r2; uint16_t r3, iomap; }
     __attribute__((packed)) tss_ap;
 static uint8_t kstack_ap[4 * PAGE] __attribute__((aligned(16)));
-extern uint64_t gdt_tss_ap[2], pdpt[];
+extern uint64_t gdt_tss_ap[2];
 extern char ap_tramp_start[], ap_tramp_end[];
 static void (*volatile ap_fn)(void);
 static volatile int ap_alive;
@@ -188,8 +210,7 @@ int start_ap(void (*fn)(void))
     uint8_t *dst = (uint8_t *)0x8000;
     for (char *p = ap_tramp_start; p < ap_tramp_end; p++)
         *dst++ = (uint8_t)*p;
-    pdpt[3] = 0xc0000000ull | 0x9b;               /* 1 GiB page over the local APIC, uncached */
-    flush_tlb();
+    map_high_gib();
     ap_fn = fn;
     lapic_write(0xf0, lapic_read(0xf0) | 0x100);  /* enable the local APIC */
     lapic_write(0x310, 1u << 24);                 /* destination: APIC ID 1 */

@@ -65,6 +65,10 @@ int start_ap(void (*fn)(void));
 /* Enters CPL 3 at fn(arg) on the given stack, never to return (the second CPU's user part). */
 void enter_user(void (*fn)(void *), void *arg, uint64_t user_rsp) __attribute__((noreturn));
 
+/* Nanoseconds from the HPET (for benchmarks); hpet_init() maps and starts it. */
+int hpet_init(void);
+uint64_t hpet_ns(void);
+
 /* ULPT table (kernel side). */
 uint64_t ulpt_root_pa(void);
 volatile uint64_t *ulpt_view_entry(uint64_t va);           /* 2 words via the view */
