@@ -165,11 +165,7 @@ static void view_store(CPUState *cs, vaddr addr, int size, uintptr_t ra)
      * may set NX, so those also drop the page's translated-code lookups.
      */
     for (page = first; page <= last; page += TARGET_PAGE_SIZE) {
-        if (page_word) {
-            tlb_flush_page_by_mmuidx(cs, page, ULPT_USER_IDXMAP);
-        } else {
-            tlb_flush_page_entry_by_mmuidx(cs, page, ULPT_USER_IDXMAP);
-        }
+        tlb_flush_page_entry_by_mmuidx(cs, page, ULPT_USER_IDXMAP, page_word);
     }
     if (remote) {
         env->ulpt.sync_step = false;
