@@ -75,6 +75,12 @@ USER_INSN(u_lock_add, "lock addq $1, (%0)")
 USER_INSN(u_cmpxchg, "movq (%0), %%rax; lock cmpxchgq %%rax, (%0)", "a"(0))
 
 static void u_call(void *p) { ((void (*)(void))p)(); }
+struct call_args { void *code, *arg; uint64_t arg2; };
+static void u_call_arg(void *p)
+{
+    struct call_args *a = p;
+    ((void (*)(void *, uint64_t))a->code)(a->arg, a->arg2);
+}
 
 struct rep_args { void *dst, *src; uint64_t n; };
 extern char u_stos_insn[], u_movs_insn[];
@@ -109,6 +115,14 @@ static void u_view_then_write(void *v)
     a->entry[1] = a->lines;
     a->entry[0] = a->page;
     *(volatile uint64_t *)a->target = 0x1234;
+}
+
+/* Store through the view, then call the page (its code was translated before). */
+static void u_view_then_call(void *v)
+{
+    struct view_args *a = v;
+    a->entry[0] = a->page;
+    u_call(tp[2]);
 }
 
 /* Push onto a stack whose line is denied. */
@@ -175,7 +189,7 @@ void tests(void)
         absent_tests();
         return;
     }
-    bm_plan(71);
+    bm_plan(74);
     bm_ok(1, "R-ENUM-1: CPUID.7.0:EDX[6] set");
 
     /* MSRs. */
@@ -234,6 +248,28 @@ void tests(void)
     bm_ok(escalated(r, ULPT_KIND_X, va(tp[2])), "R-TBL-1: NX denies instruction fetch (#PF I/D=1)");
     ulpt_kset(va(tp[2]), ULPT_NX, 0);
     bm_ok(run_user_default(u_write1, tp[2] + 1) == 0x80, "NX alone allows data writes");
+
+    /* R-COH-5: NX set by one store applies to the next fetch after a taken branch, also for
+       code that already ran (translated, looked up without the TLB, chained). */
+    ulpt_kset(va(tp[2]), 0, 0);
+    bm_ok(run_user_default(u_call, tp[2]) == 0x80, "R-COH-5: the page's code runs (and is now translated)");
+    struct view_args nx = { ulpt_view_entry(va(tp[2])), ULPT_NX, 0, 0 };
+    r = run_user_default(u_view_then_call, &nx);
+    bm_ok(escalated(r, ULPT_KIND_X, va(tp[2])), "R-COH-5: after one store setting NX, a call into translated code faults");
+    ulpt_kset(va(tp[2]), 0, 0);
+    static const uint8_t self_nx[] = { 0x48, 0x89, 0x37,   /* mov %rsi, (%rdi): word 0 of its own entry */
+                                       0xeb, 0x00,         /* jmp .+2 (a taken branch) */
+                                       0xc3 };             /* ret */
+    for (unsigned i = 0; i < sizeof(self_nx); i++)
+        tp[2][16 + i] = self_nx[i];
+    struct call_args ca = { tp[2] + 16, (void *)ulpt_view_entry(va(tp[2])), 0 };
+    ok = run_user_default(u_call_arg, &ca) == 0x80 && run_user_default(u_call_arg, &ca) == 0x80;
+    ca.arg2 = ULPT_NX;
+    r = run_user_default(u_call_arg, &ca);
+    bm_ok(ok && escalated(r, ULPT_KIND_X, va(tp[2]) + 16 + 5),
+          "R-COH-5: code setting NX on its own page faults at the fetch after its branch (vec %lu cr2 %lx)",
+          r, last_trap.cr2);
+    ulpt_kset(va(tp[2]), 0, 0);
 
     /* Lines. */
     ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(3));
