@@ -189,7 +189,7 @@ void tests(void)
         absent_tests();
         return;
     }
-    bm_plan(74);
+    bm_plan(75);
     bm_ok(1, "R-ENUM-1: CPUID.7.0:EDX[6] set");
 
     /* MSRs. */
@@ -325,6 +325,21 @@ void tests(void)
     invlpg(tp[6]);
     *(volatile uint64_t *)tp[6] = 9;
     bm_ok(*(volatile uint64_t *)tp[6] == 9, "R-ACC-2: CPL 0 writes a ULPT-denied page");
+    {   /* Protection keys come first too: key 1 write-disabled, ULPT NW as well. */
+        uint64_t cr4;
+        asm volatile("mov %%cr4, %0" : "=r"(cr4));
+        asm volatile("mov %0, %%cr4" :: "r"(cr4 | (1ull << 22)));          /* CR4.PKE */
+        *pte_of(tp[6]) |= 1ull << 59;                                       /* key 1 */
+        invlpg(tp[6]);
+        asm volatile("wrpkru" :: "a"(1u << 3), "c"(0), "d"(0));            /* key 1: WD */
+        r = run_user_default(u_write8, tp[6]);
+        bm_ok(r == 14 && last_trap.error == (PF_P | PF_W | PF_U | 0x20),
+              "R-ACC-3: a protection-key fault comes first, without the ULPT bit (err %lx)", last_trap.error);
+        asm volatile("wrpkru" :: "a"(0), "c"(0), "d"(0));
+        *pte_of(tp[6]) &= ~(0xfull << 59);
+        asm volatile("mov %0, %%cr4" :: "r"(cr4));
+        invlpg(tp[6]);
+    }
 
     ulpt_kset(va(tp[7]), 1ull << 3, 0);
     r = run_user_default(u_read8, tp[7]);
