@@ -13,7 +13,7 @@ GUEST_TESTS := $(patsubst tests/guest/%.c,$(B)/guest/tests/%,$(wildcard tests/gu
 # Host unit tests (no guest) and suites that boot the guest; each prints TAP.
 UNIT_TESTS := $(wildcard tests/unit/*.sh)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/*.c))
-SUITES := $(wildcard tests/suites/*.sh)
+SUITES := $(wildcard tests/suites/*.sh tests/suites/*.py)
 
 .PHONY: all deps qemu kernel initramfs run test clean
 all: qemu kernel initramfs

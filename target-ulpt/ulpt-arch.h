@@ -35,22 +35,23 @@
 #define ULPT_LEAF_SHIFT        8                      /* 256 16-byte entries per leaf */
 #define ULPT_DIR_SHIFT         9                      /* 512 8-byte entries per directory */
 #define ULPT_ENTRY_SIZE        16
-#define ULPT_VIEW_SIZE         (1ull << (ULPT_VA_BITS - ULPT_PAGE_SHIFT + 4))   /* 2^39 */
+#define ULPT_VIEW_SIZE         (1ULL << 39)   /* 16 bytes per page of 2^47 */
 
 /* Directory entries (spec 4.2). */
 #define ULPT_DIR_P             (1ull << 0)
 #define ULPT_DIR_ADDR_MASK     0x000ffffffffff000ull
 #define ULPT_DIR_RSVD_MASK     (~(ULPT_DIR_ADDR_MASK | ULPT_DIR_P))
 
-/* Leaf word 0, page rights (spec 4.3). */
-#define ULPT_NR                (1ull << 0)
-#define ULPT_NW                (1ull << 1)
-#define ULPT_NX                (1ull << 2)
+/* Leaf word 0, page rights (spec 4.3). The entry macros and the view size are also in the
+ * kernel's <asm/ulpt.h>: keep the definitions token-identical so both may be included. */
+#define ULPT_NR                (1ULL << 0)
+#define ULPT_NW                (1ULL << 1)
+#define ULPT_NX                (1ULL << 2)
 #define ULPT_PAGE_SW_MASK      0xff00000000000000ull  /* free for software */
 #define ULPT_PAGE_RSVD_MASK    (~(ULPT_PAGE_SW_MASK | ULPT_NR | ULPT_NW | ULPT_NX))
 /* Leaf word 1, line rights: bit 2i denies reads of line i, bit 2i+1 writes. */
-#define ULPT_LINE_NR(i)        (1ull << (2 * (i)))
-#define ULPT_LINE_NW(i)        (1ull << (2 * (i) + 1))
+#define ULPT_LINE_NR(i)        (1ULL << (2 * (i)))
+#define ULPT_LINE_NW(i)        (1ULL << (2 * (i) + 1))
 #define ULPT_LINES_NR_ALL      0x5555555555555555ull
 #define ULPT_LINES_NW_ALL      0xaaaaaaaaaaaaaaaaull
 

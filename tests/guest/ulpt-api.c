@@ -1,0 +1,343 @@
+/*
+ * Guest tests of the Linux ULPT API (docs/linux-api.md), in the style of
+ * tools/testing/selftests/x86/protection_keys.c: arch_prctl, the SIGSEGV fallback, the
+ * user-level handler, fork, exec, threads, munmap, and leaks.
+ *   ulpt-api            everything, on -cpu ulpt
+ *   ulpt-api nocpu      on a CPU without ULPT: the API answers ENODEV
+ *   ulpt-api exec-check (internal) after exec: no table
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <ucontext.h>
+#include <unistd.h>
+#include <asm/prctl.h>
+#include <asm/ulpt.h>
+#include "tap.h"
+#include "ulpt-arch.h"
+
+static long ulpt(int op, void *arg) { return syscall(SYS_arch_prctl, op, arg); }
+static long ulpt_ul(int op, unsigned long arg) { return syscall(SYS_arch_prctl, op, arg); }
+
+static struct ulpt_enable en;
+static volatile uint64_t *view_entry(void *p)
+{
+    return (volatile uint64_t *)(uintptr_t)(en.view + ((uintptr_t)p >> 12) * 16);
+}
+
+/* --- SIGSEGV: record and jump back --------------------------------------------------- */
+static sigjmp_buf segv_jmp;
+static volatile int segv_code;
+static volatile uintptr_t segv_addr;
+static volatile unsigned long segv_err;
+
+static void on_segv(int sig, siginfo_t *si, void *ucv)
+{
+    ucontext_t *uc = ucv;
+    (void)sig;
+    segv_code = si->si_code;
+    segv_addr = (uintptr_t)si->si_addr;
+    segv_err = uc->uc_mcontext.gregs[REG_ERR];
+    siglongjmp(segv_jmp, 1);
+}
+
+/* Runs fn(arg); returns 0 if it returned, else 1 after a SIGSEGV (details in segv_*). */
+static int try(void (*fn)(void *), void *arg)
+{
+    segv_code = 0;
+    if (sigsetjmp(segv_jmp, 1))
+        return 1;
+    fn(arg);
+    return 0;
+}
+
+static void write8(void *p) { *(volatile uint64_t *)p = 0x55; }
+static void read8(void *p) { (void)*(volatile uint64_t *)p; }
+
+/* --- the user-level handler ---------------------------------------------------------- */
+void ulpt_entry(void);
+asm(".text\n.globl ulpt_entry\nulpt_entry:\n"
+    "push %rax\npush %rcx\npush %rdx\npush %rsi\npush %rdi\npush %r8\npush %r9\npush %r10\npush %r11\n"
+    "lea 72(%rsp), %rdi\nsub $8, %rsp\ncall ulpt_handler\nadd $8, %rsp\n"
+    "pop %r11\npop %r10\npop %r9\npop %r8\npop %rdi\npop %rsi\npop %rdx\npop %rcx\npop %rax\n"
+    ".byte 0xf3, 0x0f, 0x01, 0xec\n");
+
+enum { H_PERMIT, H_FAULT };
+static volatile int h_count, h_action;
+static volatile uint64_t h_addr, h_info;
+static void *volatile h_fault_at;
+
+void ulpt_handler(uint64_t *f);
+void ulpt_handler(uint64_t *f)
+{
+    h_count++;
+    h_addr = f[ULPT_FRAME_ADDR];
+    h_info = f[ULPT_FRAME_INFO];
+    if (h_action == H_FAULT)
+        (void)*(volatile uint64_t *)h_fault_at;
+    f[ULPT_FRAME_INFO] |= ULPT_INFO_PERMIT;
+}
+
+static void *page(void)
+{
+    void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        perror("mmap");
+        exit(2);
+    }
+    memset(p, 0, 4096);
+    return p;
+}
+
+static int status_says(const char *want)
+{
+    char line[256];
+    int found = 0;
+    FILE *f = fopen("/proc/self/status", "r");
+
+    while (f && fgets(line, sizeof(line), f))
+        if (strncmp(line, "ULPT:", 5) == 0)
+            found = strstr(line, want) != NULL;
+    if (f)
+        fclose(f);
+    return found;
+}
+
+/* --- threads ------------------------------------------------------------------------- */
+static volatile int t_revoked, t_result;
+static uint64_t *t_page;
+
+static void *writer(void *arg)
+{
+    (void)arg;
+    for (long i = 0;; i++) {
+        int r = t_revoked;
+        if (try(write8, t_page)) {
+            t_result = (segv_code == SEGV_ULPTERR) ? 1 : 3;
+            return NULL;
+        }
+        if (r) {
+            t_result = 2;               /* a write succeeded after the flag was seen */
+            return NULL;
+        }
+    }
+}
+
+static long mem_free_kb(void)
+{
+    char line[256];
+    long v = -1;
+    FILE *f = fopen("/proc/meminfo", "r");
+
+    while (f && fgets(line, sizeof(line), f))
+        if (sscanf(line, "MemFree: %ld kB", &v) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return v;
+}
+
+int main(int argc, char **argv)
+{
+    struct ulpt_state st;
+    struct sigaction sa;
+    int status;
+
+    if (argc > 1 && strcmp(argv[1], "exec-check") == 0) {
+        /* After exec: no table, and /proc says so. Answers with the exit status only. */
+        memset(&st, 0xff, sizeof(st));
+        return !(ulpt(ARCH_ULPT_GET_STATE, &st) == 0 && st.flags == 0 && status_says("disabled"));
+    }
+    if (argc > 1 && strcmp(argv[1], "nocpu") == 0) {
+        tap_plan(2);
+        tap_ok(ulpt(ARCH_ULPT_ENABLE, &en) == -1 && errno == ENODEV, "no ULPT CPU: ENABLE is ENODEV");
+        tap_ok(status_says("unsupported"), "no ULPT CPU: /proc/self/status says unsupported");
+        return tap_done();
+    }
+
+    tap_plan(38);
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = on_segv;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigaction(SIGSEGV, &sa, NULL);
+
+    /* Enable, errors. */
+    memset(&st, 0xff, sizeof(st));
+    tap_ok(ulpt(ARCH_ULPT_GET_STATE, &st) == 0 && st.flags == 0, "GET_STATE before ENABLE: not enabled");
+    tap_ok(status_says("disabled"), "/proc/self/status: ULPT disabled");
+    tap_ok(ulpt_ul(ARCH_ULPT_SET_HANDLER, (unsigned long)ulpt_entry) == -1 && errno == EINVAL,
+           "SET_HANDLER before ENABLE: EINVAL");
+    tap_ok(ulpt_ul(ARCH_ULPT_DISABLE, 0) == -1 && errno == EINVAL, "DISABLE before ENABLE: EINVAL");
+    en.flags = 1;
+    tap_ok(ulpt(ARCH_ULPT_ENABLE, &en) == -1 && errno == EINVAL, "ENABLE with unknown flags: EINVAL");
+    tap_ok(ulpt(ARCH_ULPT_ENABLE, (void *)16) == -1 && errno == EFAULT, "ENABLE with a bad pointer: EFAULT");
+    en.flags = 0;
+    long r = ulpt(ARCH_ULPT_ENABLE, &en);
+    tap_ok(r == 0 && en.view && en.view_size == ULPT_VIEW_SIZE && (en.view & 4095) == 0,
+           "ENABLE: view at %#llx, %llu GiB", (unsigned long long)en.view,
+           (unsigned long long)(en.view_size >> 30));
+    tap_ok(ulpt(ARCH_ULPT_ENABLE, &en) == -1 && errno == EBUSY, "ENABLE twice: EBUSY");
+    tap_ok(status_says("enabled"), "/proc/self/status: ULPT enabled");
+    tap_ok(ulpt(ARCH_ULPT_GET_STATE, &st) == 0 && st.flags == ULPT_STATE_ENABLED && st.view == en.view &&
+           st.handler == 0 && st.stack_adjust == 128, "GET_STATE: enabled, view, no handler, red zone 128");
+    tap_ok(ulpt(ARCH_ULPT_GET_STATE, (void *)16) == -1 && errno == EFAULT, "GET_STATE with a bad pointer: EFAULT");
+    tap_ok(ulpt_ul(ARCH_ULPT_SET_HANDLER, 0xffffffff81000000ul) == -1 && errno == EINVAL,
+           "SET_HANDLER with a kernel address: EINVAL");
+    tap_ok(ulpt_ul(0x60ff, 0) == -1 && errno == EINVAL, "unknown ULPT arch_prctl: EINVAL");
+
+    /* One store denies; SIGSEGV fallback. */
+    uint64_t *p = page();
+    tap_ok(try(write8, p) == 0, "write before any restriction");
+    view_entry(p)[0] = ULPT_NW;
+    r = try(write8, p + 1);
+    tap_ok(r == 1 && segv_code == SEGV_ULPTERR && segv_addr == (uintptr_t)(p + 1),
+           "one store denies the next write: SIGSEGV SEGV_ULPTERR at the address (code %d)", segv_code);
+    tap_ok((segv_err & (ULPT_PF_ERROR_BIT | 2 | 4)) == (ULPT_PF_ERROR_BIT | 2 | 4),
+           "the sigcontext error code has the ULPT and write bits (%#lx)", segv_err);
+    tap_ok(try(read8, p) == 0, "reads still allowed");
+    view_entry(p)[0] = 0;
+    view_entry(p)[1] = ULPT_LINE_NR(3);
+    tap_ok(try(read8, (char *)p + 3 * 128 + 8) == 1 && segv_code == SEGV_ULPTERR && !(segv_err & 2) &&
+           try(read8, (char *)p + 2 * 128) == 0, "line rights: a read of line 3 faults as a read, line 2 does not");
+    view_entry(p)[1] = 0;
+
+    /* The handler and let-through-once. */
+    tap_ok(ulpt_ul(ARCH_ULPT_SET_HANDLER, (unsigned long)ulpt_entry) == 0 &&
+           ulpt(ARCH_ULPT_GET_STATE, &st) == 0 && st.handler == (uintptr_t)ulpt_entry, "SET_HANDLER");
+    view_entry(p)[1] = ULPT_LINE_NW(0);
+    h_count = 0;
+    h_action = H_PERMIT;
+    for (int i = 0; i < 3; i++)
+        ((volatile uint64_t *)p)[1] = i;
+    tap_ok(h_count == 3 && p[1] == 2 && h_addr == (uintptr_t)&p[1] && ULPT_INFO_KIND(h_info) == ULPT_KIND_W,
+           "handler runs without the kernel; each write completes once (%d deliveries)", h_count);
+    tap_ok(view_entry(p)[1] == ULPT_LINE_NW(0), "the table is unchanged by let-through-once");
+
+    /* Fault inside the handler, in a child (the child is left in its handler). */
+    pid_t pid = fork();
+    if (pid == 0) {
+        uint64_t *q = page();
+        view_entry(q)[0] = ULPT_NR;
+        h_action = H_FAULT;
+        h_fault_at = q;
+        if (try(write8, p) && segv_code == SEGV_ULPTERR && segv_addr == (uintptr_t)q &&
+            ulpt(ARCH_ULPT_GET_STATE, &st) == 0 && (st.flags & ULPT_STATE_IN_HANDLER))
+            _exit(0);
+        _exit(1);
+    }
+    waitpid(pid, &status, 0);
+    tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+           "a violation inside the handler becomes SIGSEGV SEGV_ULPTERR; the thread is in its handler");
+
+    /* Stack overflow during delivery: the frame goes below an unmapped stack. */
+    pid = fork();
+    if (pid == 0) {
+        uint8_t *stk = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        munmap(stk, 4096);              /* [stk, stk+4096) unmapped below the stack */
+        signal(SIGSEGV, SIG_DFL);
+        asm volatile("mov %%rsp, %%rbx\n mov %0, %%rsp\n movq $1, (%1)\n mov %%rbx, %%rsp"
+                     :: "r"(stk + 4096 + 64), "r"(&p[0]) : "rbx", "memory");
+        _exit(0);
+    }
+    waitpid(pid, &status, 0);
+    tap_ok(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV,
+           "a frame that cannot be pushed ends in SIGSEGV, no hang, no oops");
+    view_entry(p)[1] = 0;
+
+    /* fork: the child has a copy. */
+    view_entry(p)[0] = ULPT_NW;
+    pid = fork();
+    if (pid == 0) {
+        ulpt_ul(ARCH_ULPT_SET_HANDLER, 0);
+        int inherited = try(write8, p) == 1 && segv_code == SEGV_ULPTERR;
+        view_entry(p)[0] = 0;            /* the child's copy only */
+        _exit(inherited && try(write8, p) == 0 ? 0 : 1);
+    }
+    waitpid(pid, &status, 0);
+    tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "fork: the child inherits the rights and can change its copy");
+    ulpt_ul(ARCH_ULPT_SET_HANDLER, 0);
+    tap_ok(try(write8, p) == 1 && segv_code == SEGV_ULPTERR && view_entry(p)[0] == ULPT_NW,
+           "fork: the child's change did not reach the parent");
+    ulpt_ul(ARCH_ULPT_SET_HANDLER, (unsigned long)ulpt_entry);
+
+    /* exec drops everything. */
+    pid = fork();
+    if (pid == 0) {
+        execl("/proc/self/exe", argv[0], "exec-check", (char *)NULL);
+        _exit(127);
+    }
+    waitpid(pid, &status, 0);
+    tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+           "exec: the program after exec has no table, and /proc/self/status says disabled");
+
+    /* munmap: rights die with the mapping. */
+    void *addr = p;
+    munmap(p, 4096);
+    p = mmap(addr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    ulpt_ul(ARCH_ULPT_SET_HANDLER, 0);
+    tap_ok(p == addr && view_entry(p)[0] == 0 && try(write8, p) == 0,
+           "munmap + mmap at the same address: fully accessible");
+
+    /* mprotect is independent; mremap leaves the rights behind; the kernel is not checked. */
+    view_entry(p)[0] = ULPT_NW;
+    mprotect(p, 4096, PROT_READ);
+    mprotect(p, 4096, PROT_READ | PROT_WRITE);
+    tap_ok(try(write8, p) == 1 && segv_code == SEGV_ULPTERR, "mprotect does not change ULPT rights");
+    void *moved = mremap(p, 4096, 4096, MREMAP_MAYMOVE | MREMAP_FIXED, page());
+    tap_ok(moved != MAP_FAILED && view_entry(p)[0] == 0 && view_entry(moved)[0] == 0 && try(write8, moved) == 0,
+           "mremap: the old range's rights are cleared, the new range starts unrestricted");
+    int fds[2];
+    char *buf = page();
+    view_entry(buf)[1] = ULPT_LINE_NW(0) | ULPT_LINE_NR(0);
+    tap_ok(pipe(fds) == 0 && write(fds[1], "kernel", 6) == 6 && read(fds[0], buf, 6) == 6 &&
+           try(read8, buf) == 1 && segv_code == SEGV_ULPTERR,
+           "read(2) into a denied line succeeds (the kernel is not checked); the user's read still faults");
+    view_entry(buf)[1] = 0;
+    tap_ok(memcmp(buf, "kernel", 6) == 0, "  ...and the data arrived");
+
+    /* Two threads: a revocation by one is seen by the other's next access. */
+    t_page = page();
+    pthread_t th;
+    pthread_create(&th, NULL, writer, NULL);
+    usleep(200000);
+    view_entry(t_page)[0] = ULPT_NW;
+    t_revoked = 1;
+    pthread_join(th, NULL);
+    tap_ok(t_result == 1, "threads: after the flag, the other thread's next write faults (result %d)", t_result);
+
+    /* Disable. */
+    tap_ok(ulpt_ul(ARCH_ULPT_DISABLE, 0) == 0 && ulpt(ARCH_ULPT_GET_STATE, &st) == 0 && st.flags == 0,
+           "DISABLE: no table any more");
+    tap_ok(try(write8, t_page) == 0, "DISABLE: the restriction is gone");
+    tap_ok(try(read8, (void *)(uintptr_t)en.view) == 1 && segv_code == SEGV_MAPERR, "DISABLE: the view is unmapped");
+    tap_ok(ulpt(ARCH_ULPT_ENABLE, &en) == 0, "ENABLE again after DISABLE");
+
+    /*
+     * Leaks: processes that build a table and exit give all memory back. Free memory moves by
+     * a few MiB on its own (per-CPU page lists, slabs); leaking even one page per process
+     * would lose 8 MiB here, the tables themselves (65+ pages each) far more.
+     */
+    long before = mem_free_kb();
+    for (int i = 0; i < 2000; i++) {
+        pid = fork();
+        if (pid == 0) {
+            for (int j = 0; j < 64; j++)           /* 64 leaves spread over the address space */
+                view_entry((void *)(uintptr_t)((uint64_t)j << 30))[0] = 0;
+            _exit(0);
+        }
+        waitpid(pid, &status, 0);
+    }
+    long after = mem_free_kb();
+    tap_ok(before > 0 && after >= before - 6144, "2000 processes with tables: MemFree %ld -> %ld kB", before, after);
+    tap_ok(status_says("enabled"), "the parent's table survived its children");
+    return tap_done();
+}
