@@ -6,7 +6,7 @@ QEMU_BIN := $(B)/qemu/obj/qemu-system-x86_64
 KERNEL := $(B)/linux/obj/arch/x86/boot/bzImage
 INITRAMFS := $(B)/initramfs.cpio
 CC := gcc
-GUEST_CFLAGS := -O2 -g -Wall -Wextra -static -Itarget-ulpt -I$(B)/linux/headers/include
+GUEST_CFLAGS := -O2 -g -Wall -Wextra -static -Iguest -Itarget-ulpt -I$(B)/linux/headers/include
 
 GUEST_PROGS := $(patsubst guest/%.c,$(B)/guest/bin/%,$(wildcard guest/*.c))
 GUEST_TESTS := $(patsubst tests/guest/%.c,$(B)/guest/tests/%,$(wildcard tests/guest/*.c))
@@ -29,10 +29,10 @@ kernel: | deps
 
 initramfs: $(INITRAMFS)
 
-$(B)/guest/bin/%: guest/%.c target-ulpt/ulpt-arch.h | kernel
+$(B)/guest/bin/%: guest/%.c guest/ulpt-handler.h target-ulpt/ulpt-arch.h | kernel
 	@mkdir -p $(@D)
 	$(CC) $(GUEST_CFLAGS) -o $@ $<
-$(B)/guest/tests/%: tests/guest/%.c tests/guest/tap.h target-ulpt/ulpt-arch.h | kernel
+$(B)/guest/tests/%: tests/guest/%.c tests/guest/tap.h guest/ulpt-handler.h target-ulpt/ulpt-arch.h | kernel
 	@mkdir -p $(@D)
 	$(CC) $(GUEST_CFLAGS) -Itests/guest -o $@ $< -lpthread
 

@@ -23,6 +23,7 @@
 #include <sys/syscall.h>
 #include <asm/prctl.h>
 #include <asm/ulpt.h>
+#include "ulpt-handler.h"
 
 static volatile uint64_t *page;
 static long pagesz;
@@ -42,13 +43,7 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 
 static volatile uint64_t handled;
 
-void ulpt_entry(void);
-asm(".text\n.globl ulpt_entry\nulpt_entry:\n"
-    "push %rax\npush %rcx\npush %rdx\npush %rsi\npush %rdi\npush %r8\npush %r9\npush %r10\npush %r11\n"
-    "lea 72(%rsp), %rdi\nsub $8, %rsp\ncall bench_handler\nadd $8, %rsp\n"
-    "pop %r11\npop %r10\npop %r9\npop %r8\npop %rdi\npop %rsi\npop %rdx\npop %rcx\npop %rax\n"
-    ".byte 0xf3, 0x0f, 0x01, 0xec\n");
-void bench_handler(uint64_t *f);
+ULPT_HANDLER_ENTRY(ulpt_entry, bench_handler);
 void bench_handler(uint64_t *f)
 {
     handled++;

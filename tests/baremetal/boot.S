@@ -8,6 +8,22 @@
 #define UDATA 0x1b
 #define UCODE 0x23
 
+/* From 32-bit protected mode: PAE, our page tables, EFER.LME|NXE, paging (PG | WP | PE). */
+.macro ENTER_LONG_MODE
+    movl %cr4, %eax
+    orl $0x20, %eax
+    movl %eax, %cr4
+    movl $pml4, %eax
+    movl %eax, %cr3
+    movl $0xc0000080, %ecx
+    rdmsr
+    orl $0x900, %eax
+    wrmsr
+    movl %cr0, %eax
+    orl $0x80010001, %eax
+    movl %eax, %cr0
+.endm
+
 /* QEMU's PVH loader starts us at the XEN_ELFNOTE_PHYS32_ENTRY (18) address. */
     .section .note.Xen, "a", @note
     .align 4
@@ -56,19 +72,7 @@ _start32:
     incl %ecx
     cmpl $512, %ecx
     jne 2b
-    /* Long mode: PAE, EFER.LME|NXE, paging. */
-    movl %cr4, %eax
-    orl $0x20, %eax
-    movl %eax, %cr4
-    movl $pml4, %eax
-    movl %eax, %cr3
-    movl $0xc0000080, %ecx
-    rdmsr
-    orl $0x900, %eax
-    wrmsr
-    movl %cr0, %eax
-    orl $0x80010001, %eax          /* PG | WP | PE */
-    movl %eax, %cr0
+    ENTER_LONG_MODE
     lgdt gdt_desc
     ljmp $KCODE, $long_entry
 
@@ -289,18 +293,7 @@ ap_tramp32:
     movw %ax, %ds
     movw %ax, %es
     movw %ax, %ss
-    movl %cr4, %eax
-    orl $0x20, %eax
-    movl %eax, %cr4
-    movl $pml4, %eax
-    movl %eax, %cr3
-    movl $0xc0000080, %ecx
-    rdmsr
-    orl $0x900, %eax
-    wrmsr
-    movl %cr0, %eax
-    orl $0x80010001, %eax
-    movl %eax, %cr0
+    ENTER_LONG_MODE
     ljmp $KCODE, $ap_long_entry
     .align 8
 ap_gdt_desc:

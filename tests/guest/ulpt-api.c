@@ -23,6 +23,7 @@
 #include <asm/prctl.h>
 #include <asm/ulpt.h>
 #include "tap.h"
+#include "ulpt-handler.h"
 #include "ulpt-arch.h"
 
 static long ulpt(int op, void *arg) { return syscall(SYS_arch_prctl, op, arg); }
@@ -64,19 +65,13 @@ static void write8(void *p) { *(volatile uint64_t *)p = 0x55; }
 static void read8(void *p) { (void)*(volatile uint64_t *)p; }
 
 /* --- the user-level handler ---------------------------------------------------------- */
-void ulpt_entry(void);
-asm(".text\n.globl ulpt_entry\nulpt_entry:\n"
-    "push %rax\npush %rcx\npush %rdx\npush %rsi\npush %rdi\npush %r8\npush %r9\npush %r10\npush %r11\n"
-    "lea 72(%rsp), %rdi\nsub $8, %rsp\ncall ulpt_handler\nadd $8, %rsp\n"
-    "pop %r11\npop %r10\npop %r9\npop %r8\npop %rdi\npop %rsi\npop %rdx\npop %rcx\npop %rax\n"
-    ".byte 0xf3, 0x0f, 0x01, 0xec\n");
+ULPT_HANDLER_ENTRY(ulpt_entry, ulpt_handler);
 
 enum { H_PERMIT, H_FAULT };
 static volatile int h_count, h_action;
 static volatile uint64_t h_addr, h_info;
 static void *volatile h_fault_at;
 
-void ulpt_handler(uint64_t *f);
 void ulpt_handler(uint64_t *f)
 {
     h_count++;
@@ -132,19 +127,6 @@ static void *writer(void *arg)
     }
 }
 
-static long mem_free_kb(void)
-{
-    char line[256];
-    long v = -1;
-    FILE *f = fopen("/proc/meminfo", "r");
-
-    while (f && fgets(line, sizeof(line), f))
-        if (sscanf(line, "MemFree: %ld kB", &v) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return v;
-}
 
 int main(int argc, char **argv)
 {
@@ -326,7 +308,7 @@ int main(int argc, char **argv)
      * a few MiB on its own (per-CPU page lists, slabs); leaking even one page per process
      * would lose 8 MiB here, the tables themselves (65+ pages each) far more.
      */
-    long before = mem_free_kb();
+    long before = ulpt_mem_free_kb();
     for (int i = 0; i < 2000; i++) {
         pid = fork();
         if (pid == 0) {
@@ -336,7 +318,7 @@ int main(int argc, char **argv)
         }
         waitpid(pid, &status, 0);
     }
-    long after = mem_free_kb();
+    long after = ulpt_mem_free_kb();
     tap_ok(before > 0 && after >= before - 6144, "2000 processes with tables: MemFree %ld -> %ld kB", before, after);
     tap_ok(status_says("enabled"), "the parent's table survived its children");
     return tap_done();

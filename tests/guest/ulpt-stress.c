@@ -21,6 +21,7 @@
 #include <asm/prctl.h>
 #include <asm/ulpt.h>
 #include "tap.h"
+#include "ulpt-handler.h"
 #include "ulpt-arch.h"
 
 #define NPAGES 64
@@ -43,13 +44,7 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
     siglongjmp(jmp, 1);
 }
 
-void ulpt_entry(void);
-asm(".text\n.globl ulpt_entry\nulpt_entry:\n"
-    "push %rax\npush %rcx\npush %rdx\npush %rsi\npush %rdi\npush %r8\npush %r9\npush %r10\npush %r11\n"
-    "lea 72(%rsp), %rdi\nsub $8, %rsp\ncall stress_handler\nadd $8, %rsp\n"
-    "pop %r11\npop %r10\npop %r9\npop %r8\npop %rdi\npop %rsi\npop %rdx\npop %rcx\npop %rax\n"
-    ".byte 0xf3, 0x0f, 0x01, 0xec\n");
-void stress_handler(uint64_t *f);
+ULPT_HANDLER_ENTRY(ulpt_entry, stress_handler);
 void stress_handler(uint64_t *f)
 {
     handled++;
@@ -119,18 +114,6 @@ static void child(uint64_t seed, int depth)
         abort();                         /* die by a signal with the table in place */
 }
 
-static long mem_free_kb(void)
-{
-    char line[256];
-    long v = -1;
-    FILE *f = fopen("/proc/meminfo", "r");
-    while (f && fgets(line, sizeof(line), f))
-        if (sscanf(line, "MemFree: %ld kB", &v) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return v;
-}
 
 int main(int argc, char **argv)
 {
@@ -146,7 +129,7 @@ int main(int argc, char **argv)
     sa.sa_flags = SA_SIGINFO | SA_NODEFER;
     sigaction(SIGSEGV, &sa, NULL);
     region = mmap(NULL, NPAGES * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    long before = mem_free_kb();
+    long before = ulpt_mem_free_kb();
     clock_gettime(CLOCK_MONOTONIC, &t0);
     do {
         pid_t pid = fork();
@@ -163,7 +146,7 @@ int main(int argc, char **argv)
         rnd(&s);
         clock_gettime(CLOCK_MONOTONIC, &t);
     } while ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 < budget);
-    long after = mem_free_kb();
+    long after = ulpt_mem_free_kb();
     tap_ok(1, "%ld random child lives in %.0f s ended", kids, budget);
     tap_ok(bad == 0, "every child exited normally or by its own abort (%ld did not)", bad);
     /* Free memory moves by a few MiB on its own; thousands of leaked tables would not. */
