@@ -168,13 +168,7 @@ run_user:
     pushq %r14
     pushq %r15
     movq %rsp, kctx_rsp(%rip)
-    pushq $UDATA
-    pushq %rdx
-    pushq $0x2
-    pushq $UCODE
-    leaq user_entry(%rip), %rax
-    pushq %rax
-    iretq
+    jmp enter_user
 user_entry:
     movq %rdi, %rax
     movq %rsi, %rdi
