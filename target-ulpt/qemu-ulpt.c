@@ -65,20 +65,23 @@ static bool read_phys(void *opaque, uint64_t pa, uint64_t *val)
     return true;
 }
 
-static void install(CPUState *cs, int mmu_idx, vaddr addr, hwaddr paddr, int prot, int lg_page_size,
-                    uint8_t kind, uint8_t paging_prot, const UlptEntry *e)
+static void install(CPUState *cs, int mmu_idx, vaddr addr, hwaddr paddr, int prot,
+                    int lg_page_size, uint8_t kind, const UlptEntry *e)
 {
+    CPUX86State *env = cs->env_ptr;
     CPUTLBEntryFull full = {
         .phys_addr = paddr & TARGET_PAGE_MASK,
-        .attrs = cpu_get_mem_attrs(cs->env_ptr),
+        .attrs = cpu_get_mem_attrs(env),
         .prot = prot,
         .lg_page_size = lg_page_size,
         .ulpt_kind = kind,
-        .ulpt_prot = paging_prot,
         .ulpt_page = e ? e->page : 0,
         .ulpt_lines = e ? e->lines : 0,
     };
 
+    if (mmu_idx == MMU_USER32_IDX) {
+        env->ulpt.user32 = true;
+    }
     tlb_set_page_full(cs, mmu_idx, addr & TARGET_PAGE_MASK, &full);
 }
 
@@ -165,7 +168,9 @@ static void view_store(CPUState *cs, vaddr addr, int size, uintptr_t ra)
      * may set NX, so those also drop the page's translated-code lookups.
      */
     for (page = first; page <= last; page += TARGET_PAGE_SIZE) {
-        tlb_flush_page_entry_by_mmuidx(cs, page, ULPT_USER_IDXMAP, page_word);
+        tlb_flush_page_entry_by_mmuidx(cs, page,
+                                       env->ulpt.user32 ? ULPT_USER_IDXMAP : 1 << MMU_USER64_IDX,
+                                       page_word);
     }
     if (remote) {
         env->ulpt.sync_step = false;
@@ -236,9 +241,9 @@ bool ulpt_tlb_fill(CPUState *cs, vaddr addr, int size, MMUAccessType type, int m
         /* The view is never restricted (R-COH-3); stores to it must come back here. */
         if (type == MMU_DATA_STORE) {
             view_store(cs, addr, size, ra);
-            install(cs, mmu_idx, addr, paddr, prot, 0, ULPT_TLB_VIEW, prot, NULL);
+            install(cs, mmu_idx, addr, paddr, prot, 0, ULPT_TLB_VIEW, NULL);
         } else {
-            install(cs, mmu_idx, addr, paddr, prot & ~PAGE_WRITE, lg, ULPT_TLB_VIEW, prot, NULL);
+            install(cs, mmu_idx, addr, paddr, prot & ~PAGE_WRITE, lg, ULPT_TLB_VIEW, NULL);
         }
         return true;
     }
@@ -246,7 +251,7 @@ bool ulpt_tlb_fill(CPUState *cs, vaddr addr, int size, MMUAccessType type, int m
     env->ulpt_stats.walks++;
     malformed = ulpt_walk(env->ulpt.root, addr, read_phys, cs, &e) == ULPT_WALK_MALFORMED;
     if (!malformed && ulpt_entry_empty(&e)) {
-        install(cs, mmu_idx, addr, paddr, prot, lg, ULPT_TLB_NONE, prot, NULL);
+        install(cs, mmu_idx, addr, paddr, prot, lg, ULPT_TLB_NONE, NULL);
         return true;
     }
     env->ulpt_stats.checks++;
@@ -257,7 +262,7 @@ bool ulpt_tlb_fill(CPUState *cs, vaddr addr, int size, MMUAccessType type, int m
                              probe, ra);
         }
         /* Let this access through; the next one is checked again. */
-        install(cs, mmu_idx, addr, paddr, prot, 0, ULPT_TLB_ONCE, prot, &e);
+        install(cs, mmu_idx, addr, paddr, prot, 0, ULPT_TLB_ONCE, &e);
         return true;
     }
     if (e.page & ULPT_NX) {
@@ -272,9 +277,9 @@ bool ulpt_tlb_fill(CPUState *cs, vaddr addr, int size, MMUAccessType type, int m
         if (e.page & ULPT_NW) {
             folded &= ~PAGE_WRITE;
         }
-        install(cs, mmu_idx, addr, paddr, folded, lg, ULPT_TLB_NONE, prot, &e);
+        install(cs, mmu_idx, addr, paddr, folded, lg, ULPT_TLB_NONE, &e);
     } else {
-        install(cs, mmu_idx, addr, paddr, prot, 0, ULPT_TLB_LINES, prot, &e);
+        install(cs, mmu_idx, addr, paddr, prot, 0, ULPT_TLB_LINES, &e);
     }
     return true;
 }

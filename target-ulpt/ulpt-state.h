@@ -18,6 +18,8 @@ typedef struct UlptState {
     bool frame_access;
     /* A view store is being re-executed alone so that other CPUs can be synced after it. */
     bool sync_step;
+    /* Entries were installed for compatibility-mode code: view stores flush that index too. */
+    bool user32;
 } UlptState;
 
 /* Counters for `info ulpt`; kept across reset. */
@@ -35,7 +37,6 @@ enum {
 };
 #define ULPT_TLB_ENTRY_EXTRA \
     uint8_t ulpt_kind;       \
-    uint8_t ulpt_prot;       \
     uint64_t ulpt_page;      \
     uint64_t ulpt_lines;
 
