@@ -6,3 +6,17 @@ ulpt_cache() { echo "${ULPT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ulpt}"; }
 # Let ccache hit across checkouts in different folders (CI builds a fresh clone elsewhere).
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
 export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
+
+# A patch series is DIR/series (one file name a line, # comments) and the files it names.
+series_patches() { sed -e '/^#/d' -e '/^$/d' "$1/series"; }
+# Hash of the upstream version and the series: a source tree is re-made when it changes.
+series_stamp() { # UPSTREAM DIR
+  { echo "$1"; cat "$2/series"; series_patches "$2" | while read -r p; do cat "$2/$p"; done; } |
+    sha256sum | cut -d' ' -f1
+}
+series_apply() { # DIR SRC UPSTREAM
+  local p
+  series_patches "$1" | while read -r p; do
+    patch -s -p1 -d "$2" --no-backup-if-mismatch < "$1/$p" || die "${1#$top/}/$p does not apply to $3"
+  done
+}

@@ -30,7 +30,6 @@
 #define ULPT_VA_BITS           47
 #define ULPT_PAGE_SHIFT        12
 #define ULPT_LINE_SHIFT        7                      /* 128-byte lines */
-#define ULPT_LINE_SIZE         (1u << ULPT_LINE_SHIFT)
 #define ULPT_LINES_PER_PAGE    32
 #define ULPT_LEAF_SHIFT        8                      /* 256 16-byte entries per leaf */
 #define ULPT_DIR_SHIFT         9                      /* 512 8-byte entries per directory */
@@ -85,7 +84,6 @@
 /* #PF error code bit of an escalated violation (spec 6.1). */
 #define ULPT_PF_ERROR_BIT      (1u << 8)
 
-/* UIRET: F3 0F 01 EC. */
-#define ULPT_UIRET_BYTES       0xf3, 0x0f, 0x01, 0xec
+/* UIRET is encoded F3 0F 01 EC (written as .byte in assembly: older assemblers lack it). */
 
 #endif /* ULPT_ARCH_H */
