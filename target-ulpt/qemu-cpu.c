@@ -76,11 +76,18 @@ static bool ulpt_vmstate_needed(void *opaque)
     return ulpt_in_use(&X86_CPU(opaque)->env);
 }
 
+static int ulpt_post_load(void *opaque, int version_id)
+{
+    ulpt_update_hflags(&X86_CPU(opaque)->env);
+    return 0;
+}
+
 const VMStateDescription vmstate_ulpt = {
     .name = "cpu/ulpt",
     .version_id = 1,
     .minimum_version_id = 1,
     .needed = ulpt_vmstate_needed,
+    .post_load = ulpt_post_load,
     .fields = (VMStateField[]) {
         VMSTATE_UINT64(env.ulpt.ctl, X86CPU),
         VMSTATE_UINT64(env.ulpt.root, X86CPU),

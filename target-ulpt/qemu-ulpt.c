@@ -27,12 +27,22 @@
 #include "ulpt-qemu.h"
 #include "trace.h"
 
-/* The RFLAGS bits UIRET restores from the frame: what POPF may change at CPL 3. */
 /* CPL 3 accesses use one of two MMU indexes (64-bit and compatibility mode). */
 #define ULPT_USER_IDXMAP ((1 << MMU_USER64_IDX) | (1 << MMU_USER32_IDX))
 
-#define ULPT_UIRET_FLAGS (CC_C | CC_P | CC_A | CC_Z | CC_S | TF_MASK | DF_MASK | CC_O | \
-                          NT_MASK | AC_MASK | ID_MASK)
+/*
+ * UIRET restores the RFLAGS bits that POPF may change at CPL 3. cpu_load_eflags takes the
+ * arithmetic flags and DF from its value argument whatever the mask; the mask names only
+ * the bits QEMU keeps in env->eflags (arithmetic flags left there would come back at the
+ * next cpu_compute_eflags), as in helper_iret.
+ */
+#define ULPT_UIRET_FLAGS (TF_MASK | NT_MASK | AC_MASK | ID_MASK)
+
+/* Width of linear addresses in the current paging mode: canonical checks follow it. */
+static unsigned va_bits(CPUX86State *env)
+{
+    return (env->cr[4] & CR4_LA57_MASK) ? 57 : 48;
+}
 
 static unsigned kind_of(MMUAccessType type)
 {
@@ -86,13 +96,15 @@ static void install(CPUState *cs, int mmu_idx, vaddr addr, hwaddr paddr, int pro
 }
 
 /*
- * A violation: deliver it (spec R-DEL-1) or escalate it to #PF (R-ESC-1). Only a probe
+ * A violation of the access [acc, acc + size) (as tlb_fill was asked about it) at its first
+ * denied byte addr: deliver it (spec R-DEL-1) or escalate it to #PF (R-ESC-1). Only a probe
  * returns (false: "would fault").
  */
-static bool violation(CPUState *cs, vaddr addr, unsigned kind, unsigned reason,
-                      unsigned size, const UlptEntry *e, bool probe, uintptr_t ra)
+static bool violation(CPUState *cs, vaddr addr, vaddr acc, unsigned size, unsigned kind,
+                      unsigned reason, const UlptEntry *e, bool probe, uintptr_t ra)
 {
     CPUX86State *env = cs->env_ptr;
+    CPUTLBCommon *split = &env_tlb(env)->c;
     unsigned permitted = permitted_kinds(env);
     uint32_t err;
 
@@ -101,7 +113,18 @@ static bool violation(CPUState *cs, vaddr addr, unsigned kind, unsigned reason,
     if (probe) {
         return false;
     }
+    /* The frame describes the whole access, also when QEMU filled one part of it. */
+    if (kind == ULPT_KIND_X) {
+        acc = addr;
+        size = 0;                                /* fetches have no size (spec 6) */
+    } else if (split->split_size && split->split_ra == ra &&
+               addr - split->split_addr < split->split_size) {
+        acc = split->split_addr;
+        size = split->split_size;
+    }
+    split->split_size = 0;
     env->ulpt.fault_addr = addr;
+    env->ulpt.fault_start = acc;
     env->ulpt.fault_info = ulpt_info(kind, permitted, reason, size);
     env->ulpt.fault_entry0 = reason == ULPT_REASON_MALFORMED ? 0 : e->page;
     env->ulpt.fault_entry1 = reason == ULPT_REASON_MALFORMED ? 0 : e->lines;
@@ -139,6 +162,12 @@ static bool other_cpus_share_cr3(CPUState *cs)
     return false;
 }
 
+/* Runs once the re-executed storing instruction has completed. */
+static void sync_step_done(CPUState *cs, run_on_cpu_data data)
+{
+    X86_CPU(cs)->env.ulpt.sync_step = false;
+}
+
 /* A CPL 3 store into the view (spec 4.4): forget the rights it changes. */
 static void view_store(CPUState *cs, vaddr addr, int size, uintptr_t ra)
 {
@@ -173,7 +202,12 @@ static void view_store(CPUState *cs, vaddr addr, int size, uintptr_t ra)
                                        page_word);
     }
     if (remote) {
-        env->ulpt.sync_step = false;
+        /*
+         * sync_step stays set until the instruction is done, so that its other parts (a
+         * 16-byte store is made of two) are synced in this same run instead of starting
+         * it again.
+         */
+        async_safe_run_on_cpu(cs, sync_step_done, RUN_ON_CPU_NULL);
         env->ulpt_stats.remote_syncs++;
         for (page = first; page <= last; page += TARGET_PAGE_SIZE) {
             tlb_flush_page_by_mmuidx_all_cpus_synced(cs, page, ULPT_USER_IDXMAP);
@@ -223,7 +257,8 @@ bool ulpt_tlb_fill_cached(CPUState *cs, vaddr addr, int size, MMUAccessType type
     e.lines = full->ulpt_lines;
     reason = ulpt_check(&e, false, kind, addr & ~TARGET_PAGE_MASK, size, &bad);
     if (reason && !(kind & permitted_kinds(env))) {
-        return violation(cs, (addr & TARGET_PAGE_MASK) | bad, kind, reason, size, &e, probe, ra);
+        return violation(cs, (addr & TARGET_PAGE_MASK) | bad, addr, size, kind, reason, &e,
+                         probe, ra);
     }
     return true;
 }
@@ -258,8 +293,8 @@ bool ulpt_tlb_fill(CPUState *cs, vaddr addr, int size, MMUAccessType type, int m
     reason = ulpt_check(&e, malformed, kind, addr & ~TARGET_PAGE_MASK, size, &bad);
     if (reason) {
         if (!(kind & permitted_kinds(env))) {
-            return violation(cs, (addr & TARGET_PAGE_MASK) | bad, kind, reason, size, &e,
-                             probe, ra);
+            return violation(cs, (addr & TARGET_PAGE_MASK) | bad, addr, size, kind, reason,
+                             &e, probe, ra);
         }
         /* Let this access through; the next one is checked again. */
         install(cs, mmu_idx, addr, paddr, prot, 0, ULPT_TLB_ONCE, &e);
@@ -284,6 +319,37 @@ bool ulpt_tlb_fill(CPUState *cs, vaddr addr, int size, MMUAccessType type, int m
     return true;
 }
 
+void ulpt_probe_range(CPUX86State *env, vaddr addr, unsigned size, MMUAccessType type,
+                      uintptr_t ra)
+{
+    CPUTLBCommon *split = &env_tlb(env)->c;
+    int mmu_idx = cpu_mmu_index(env, false);
+
+    /* A violation in any page reports the whole access (see violation()). */
+    split->split_addr = addr;
+    split->split_ra = ra;
+    split->split_size = size;
+    while (size) {
+        unsigned n = MIN(size, TARGET_PAGE_SIZE - (addr & ~TARGET_PAGE_MASK));
+
+        probe_access(env, addr, n, type, mmu_idx, ra);
+        addr += n;
+        size -= n;
+    }
+    split->split_size = 0;
+}
+
+/* Wide SSE/AVX accesses (translate.c): desc is size | store << 8 | aligned << 9. */
+void helper_ulpt_probe(CPUX86State *env, target_ulong addr, uint32_t desc)
+{
+    unsigned size = desc & 0xff;
+
+    if ((desc & (1 << 9)) && (addr & (size - 1))) {
+        return;                                  /* the alignment #GP comes first */
+    }
+    ulpt_probe(env, addr, size, (desc & (1 << 8)) ? MMU_DATA_STORE : MMU_DATA_LOAD, GETPC());
+}
+
 void ulpt_deliver(CPUX86State *env)
 {
     CPUState *cs = env_cpu(env);
@@ -298,6 +364,7 @@ void ulpt_deliver(CPUX86State *env)
         .rip = env->eip,
         .rflags = cpu_compute_eflags(env),
         .rsp = rsp,
+        .start = env->ulpt.fault_start,
     };
 
     ulpt_event(env);
@@ -342,7 +409,7 @@ void helper_ulpt_uiret(CPUX86State *env)
     }
     env->ulpt.frame_access = false;
     ulpt_frame_decode(w, &f);
-    if (!ulpt_canonical(f.rip)) {
+    if (!ulpt_canonical(f.rip, va_bits(env))) {
         raise_exception_err_ra(env, EXCP0D_GPF, 0, ra);
     }
     env->eip = f.rip;
@@ -381,7 +448,7 @@ bool ulpt_wrmsr(CPUX86State *env, uint32_t msr, uint64_t val)
     CPUState *cs = env_cpu(env);
 
     if (!(env->features[FEAT_7_0_EDX] & CPUID_7_0_EDX_ULPT) ||
-        !ulpt_msr_write_ok(msr, val, env_archcpu(env)->phys_bits)) {
+        !ulpt_msr_write_ok(msr, val, env_archcpu(env)->phys_bits, va_bits(env))) {
         return false;
     }
     trace_ulpt_msr_write(cs->cpu_index, msr, val);
@@ -391,6 +458,7 @@ bool ulpt_wrmsr(CPUX86State *env, uint32_t msr, uint64_t val)
     case MSR_ULPT_VIEW:
         if (msr == MSR_ULPT_CTL) {
             env->ulpt.ctl = val;
+            ulpt_update_hflags(env);
         } else if (msr == MSR_ULPT_ROOT) {
             env->ulpt.root = val;
         } else {

@@ -73,12 +73,13 @@
 #define ULPT_FRAME_RIP         4
 #define ULPT_FRAME_RFLAGS      5
 #define ULPT_FRAME_RSP         6
+#define ULPT_FRAME_START       7    /* first byte of the access (ADDR is its first denied byte) */
 #define ULPT_FRAME_WORDS       8
 
 #define ULPT_INFO_KIND(i)      ((unsigned)(i) & 7u)
 #define ULPT_INFO_PERMITTED(i) ((unsigned)((i) >> 4) & 7u)
 #define ULPT_INFO_REASON(i)    ((unsigned)((i) >> 8) & 0xffu)
-#define ULPT_INFO_SIZE(i)      ((unsigned)((i) >> 16) & 0xffu)
+#define ULPT_INFO_SIZE(i)      ((unsigned)((i) >> 16) & 0xffffu)   /* bytes; 0 for a fetch */
 #define ULPT_INFO_PERMIT       (1ull << 32)
 
 /* #PF error code bit of an escalated violation (spec 6.1). */

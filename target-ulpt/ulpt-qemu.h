@@ -14,6 +14,12 @@ static inline bool ulpt_enabled(CPUX86State *env)
     return env->ulpt.ctl & ULPT_CTL_EN;
 }
 
+/* HF_ULPT_EN mirrors ULPT_CTL.EN, so that translation knows when to check wide accesses. */
+static inline void ulpt_update_hflags(CPUX86State *env)
+{
+    env->hflags = (env->hflags & ~HF_ULPT_EN_MASK) | (ulpt_enabled(env) ? HF_ULPT_EN_MASK : 0);
+}
+
 /*
  * x86_cpu_tlb_fill, a user MMU index (is_mmu_index_user), ULPT enabled. ulpt_tlb_fill_cached runs first: it answers
  * from the TLB entry of a page with line rights (no page walk) and returns true when done.
@@ -28,6 +34,23 @@ bool ulpt_tlb_fill(CPUState *cs, vaddr addr, int size, MMUAccessType type, int m
 /* RDMSR/WRMSR of MSR_ULPT_*: false means #GP. */
 bool ulpt_rdmsr(CPUX86State *env, uint32_t msr, uint64_t *val);
 bool ulpt_wrmsr(CPUX86State *env, uint32_t msr, uint64_t val);
+
+/*
+ * Accesses that QEMU makes in parts (SSE/AVX, x87 80-bit and environment, FXSAVE, XSAVE,
+ * CMPXCHG16B) are checked whole before any part is made: a violation then reports the
+ * whole access and leaves memory and registers unchanged (spec R-DEL-1).
+ */
+void ulpt_probe_range(CPUX86State *env, vaddr addr, unsigned size, MMUAccessType type,
+                      uintptr_t ra);
+static inline void ulpt_probe(CPUX86State *env, vaddr addr, unsigned size,
+                              MMUAccessType type, uintptr_t ra)
+{
+#ifndef CONFIG_USER_ONLY
+    if (ulpt_enabled(env) && (env->hflags & HF_CPL_MASK) == 3) {
+        ulpt_probe_range(env, addr, size, type, ra);
+    }
+#endif
+}
 
 /* EXCP_ULPT from x86_cpu_do_interrupt: push the frame, enter the handler. */
 void ulpt_deliver(CPUX86State *env);

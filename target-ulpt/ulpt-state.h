@@ -11,7 +11,7 @@ typedef struct UlptState {
     /* The MSRs of docs/spec.md section 3. */
     uint64_t ctl, root, view, handler, stkadj, status;
     /* The violation being delivered (set at the faulting access, used by delivery). */
-    uint64_t fault_addr, fault_info, fault_entry0, fault_entry1;
+    uint64_t fault_addr, fault_info, fault_entry0, fault_entry1, fault_start;
     /* Kinds the permitted instruction may violate, valid while HF_ULPT_PERMIT is set. */
     uint32_t permit_kinds;
     /* Delivery or UIRET is accessing the frame: those accesses are not ULPT-checked. */

@@ -81,7 +81,7 @@ void ulpt_frame_encode(const UlptFrame *f, uint64_t w[ULPT_FRAME_WORDS])
     w[ULPT_FRAME_RIP] = f->rip;
     w[ULPT_FRAME_RFLAGS] = f->rflags;
     w[ULPT_FRAME_RSP] = f->rsp;
-    w[7] = 0;
+    w[ULPT_FRAME_START] = f->start;
 }
 
 void ulpt_frame_decode(const uint64_t w[ULPT_FRAME_WORDS], UlptFrame *f)
@@ -93,9 +93,10 @@ void ulpt_frame_decode(const uint64_t w[ULPT_FRAME_WORDS], UlptFrame *f)
     f->rip = w[ULPT_FRAME_RIP];
     f->rflags = w[ULPT_FRAME_RFLAGS];
     f->rsp = w[ULPT_FRAME_RSP];
+    f->start = w[ULPT_FRAME_START];
 }
 
-bool ulpt_msr_write_ok(uint32_t msr, uint64_t val, unsigned phys_bits)
+bool ulpt_msr_write_ok(uint32_t msr, uint64_t val, unsigned phys_bits, unsigned va_bits)
 {
     switch (msr) {
     case MSR_ULPT_CTL:
@@ -108,7 +109,7 @@ bool ulpt_msr_write_ok(uint32_t msr, uint64_t val, unsigned phys_bits)
                ((val & 0xfff) == 0 && val + ULPT_VIEW_SIZE <= (1ull << ULPT_VA_BITS) &&
                 val < (1ull << ULPT_VA_BITS));
     case MSR_ULPT_HANDLER:
-        return ulpt_canonical(val);
+        return ulpt_canonical(val, va_bits);
     case MSR_ULPT_STKADJ:
         return (val & ~ULPT_STKADJ_MASK) == 0;
     case MSR_ULPT_STATUS:

@@ -57,7 +57,7 @@ unsigned ulpt_check(const UlptEntry *e, bool malformed, unsigned kind,
 
 /* The frame (spec 6). */
 typedef struct UlptFrame {
-    uint64_t addr, info, entry0, entry1, rip, rflags, rsp;
+    uint64_t addr, info, entry0, entry1, rip, rflags, rsp, start;
 } UlptFrame;
 
 /* Where the frame goes for a given RSP and ULPT_STKADJ. */
@@ -70,22 +70,25 @@ static inline uint64_t ulpt_info(unsigned kind, unsigned permitted, unsigned rea
                                  unsigned size)
 {
     return (uint64_t)(kind & 7) | (uint64_t)(permitted & 7) << 4 |
-           (uint64_t)(reason & 0xff) << 8 | (uint64_t)(size > 255 ? 255 : size) << 16;
+           (uint64_t)(reason & 0xff) << 8 | (uint64_t)(size > 0xffff ? 0xffff : size) << 16;
 }
 
 void ulpt_frame_encode(const UlptFrame *f, uint64_t w[ULPT_FRAME_WORDS]);
 void ulpt_frame_decode(const uint64_t w[ULPT_FRAME_WORDS], UlptFrame *f);
 
 /*
- * Validates a WRMSR of one of the ULPT MSRs (spec 3). phys_bits is MAXPHYADDR.
+ * Validates a WRMSR of one of the ULPT MSRs (spec 3). phys_bits is MAXPHYADDR; va_bits is
+ * the width of linear addresses in the current paging mode (48, or 57 with CR4.LA57).
  * Returns false when the write must raise #GP.
  */
-bool ulpt_msr_write_ok(uint32_t msr, uint64_t val, unsigned phys_bits);
+bool ulpt_msr_write_ok(uint32_t msr, uint64_t val, unsigned phys_bits, unsigned va_bits);
 
-/* Is a linear address canonical for 48-bit linear addresses? */
-static inline bool ulpt_canonical(uint64_t va)
+/* Is a linear address canonical for va_bits-wide linear addresses (48 or 57)? */
+static inline bool ulpt_canonical(uint64_t va, unsigned va_bits)
 {
-    return (uint64_t)((int64_t)(va << 16) >> 16) == va;
+    unsigned shift = 64 - va_bits;
+
+    return (uint64_t)((int64_t)(va << shift) >> shift) == va;
 }
 
 /*

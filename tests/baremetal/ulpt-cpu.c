@@ -14,10 +14,11 @@ static uint8_t tp[8][PAGE] __attribute__((aligned(4096)));    /* test pages */
 
 /* --- the user-mode handler: logs frames, then does what the test asks ----------------- */
 enum { ACT_PERMIT, ACT_FIX, ACT_SKIP, ACT_FAULT, ACT_BADRIP, ACT_SETFLAGS };
-struct hlog { uint64_t w[8], frame; };
+struct hlog { uint64_t w[8], frame, seen; };
 static volatile struct hlog hlog[16];
 static volatile int hcount, haction;
 static volatile uint64_t hskip, hfault_addr, hflags;
+static volatile uint64_t *volatile hwatch;  /* memory the handler records (what is stored yet) */
 
 void ulpt_handler(uint64_t *f)
 {
@@ -25,6 +26,7 @@ void ulpt_handler(uint64_t *f)
         for (int i = 0; i < 8; i++)
             hlog[hcount].w[i] = f[i];
         hlog[hcount].frame = (uint64_t)f;
+        hlog[hcount].seen = hwatch ? *hwatch : 0;
     }
     hcount++;
     switch (haction) {
@@ -155,6 +157,24 @@ static void __attribute__((noinline)) u_flags(void *p)
 
 static void u_uiret(void *p) { (void)p; asm volatile(".byte 0xf3, 0x0f, 0x01, 0xec"); }
 
+/* After UIRET, flags come from the instructions that follow, not from the frame. */
+static volatile uint64_t flags_exact;
+static void __attribute__((noinline)) u_flags_exact(void *p)
+{
+    uint64_t f;
+    asm volatile("movq $1, (%1)\ncld\ntest %%rsp, %%rsp\npushfq\npopq %0"
+                 : "=r"(f) : "r"(p) : "memory", "cc");
+    flags_exact = f;
+}
+
+/* Accesses QEMU makes in parts, or splits at a page boundary. */
+USER_INSN(u_write4, "movl $0x11223344, (%0)")
+USER_INSN(u_movdqu_st, "movdqu %%xmm0, (%0)")
+USER_INSN(u_movdqu_ld, "movdqu (%0), %%xmm1")
+USER_INSN(u_vmovdqu_st, "vmovdqu %%ymm0, (%0)")
+USER_INSN(u_fstpt, "fstpt (%0)")
+
+
 /* --- helpers --------------------------------------------------------------------------- */
 static uint64_t va(void *p) { return (uint64_t)p; }
 
@@ -178,6 +198,140 @@ static void absent_tests(void)
     bm_ok(run_user_default(u_uiret, 0) == 6, "R-ENUM-2: UIRET #UD");
 }
 
+/* A frame describes the whole access: start, size, first denied byte; no part is done. */
+static int frame_is(volatile struct hlog *h, unsigned kind, uint64_t addr, uint64_t start, unsigned size)
+{
+    return ULPT_INFO_KIND(h->w[ULPT_FRAME_INFO]) == kind && h->w[ULPT_FRAME_ADDR] == addr &&
+           h->w[ULPT_FRAME_START] == start && ULPT_INFO_SIZE(h->w[ULPT_FRAME_INFO]) == size;
+}
+
+#define FRAME_FMT "addr %lx start %lx size %u"
+#define FRAME_ARGS(h) (h)->w[ULPT_FRAME_ADDR], (h)->w[ULPT_FRAME_START], ULPT_INFO_SIZE((h)->w[ULPT_FRAME_INFO])
+
+static void whole_access_tests(void)
+{
+    unsigned a, b, c, d;
+    uint64_t r, cr4;
+    uint8_t *p;
+
+    /* SSE, AVX and x87 need the OS bits: CR4.OSFXSR, CR4.OSXSAVE and XCR0 = x87|SSE|AVX. */
+    __cpuid(1, a, b, c, d);
+    int avx = (c >> 28) & 1;
+    asm volatile("mov %%cr4, %0" : "=r"(cr4));
+    asm volatile("mov %0, %%cr4" :: "r"(cr4 | (1ull << 9) | (avx ? 1ull << 18 : 0)));
+    if (avx)
+        asm volatile("xsetbv" :: "c"(0), "a"(7), "d"(0));
+    asm volatile("fninit");
+
+    /* Flags after UIRET (the handler sets DF ZF SF CF in the frame and lets the write through). */
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(0));
+    hreset(ACT_SETFLAGS);
+    hflags = 0x400 | 0x40 | 0x80 | 0x1;
+    r = run_user_default(u_flags_exact, tp[3]);
+    bm_ok(r == 0x80 && hcount == 1 && !(flags_exact & (0x400 | 0x40 | 0x80 | 0x1)),
+          "R-RET-1: after UIRET, cld and test set DF ZF SF CF exactly (rflags %lx)", flags_exact);
+
+    /* A line straddle: start before the denied line. */
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(3));
+    hreset(ACT_PERMIT);
+    hwatch = 0;
+    r = run_user_default(u_write8, tp[3] + 3 * 128 - 4);
+    bm_ok(r == 0x80 && hcount == 1 && frame_is(&hlog[0], ULPT_KIND_W, va(tp[3]) + 384, va(tp[3]) + 380, 8),
+          "R-DEL-1: frame start is the access's first byte, addr its first denied byte (" FRAME_FMT ")",
+          FRAME_ARGS(&hlog[0]));
+
+    /* 16-byte store whose second half is in a denied line: nothing stored before the handler. */
+    p = tp[3] + 3 * 128 - 8;
+    *(volatile uint64_t *)p = 0xaaaa;
+    *(volatile uint64_t *)(p + 8) = 0xbbbb;
+    hreset(ACT_PERMIT);
+    hwatch = (volatile uint64_t *)p;
+    asm volatile("pcmpeqb %xmm0, %xmm0");           /* all ones (CPL 0 code uses no SSE) */
+    r = run_user_default(u_movdqu_st, p);
+    bm_ok(r == 0x80 && hcount == 1 && hlog[0].seen == 0xaaaa &&
+          frame_is(&hlog[0], ULPT_KIND_W, va(p) + 8, va(p), 16) && *(volatile uint64_t *)p == ~0ull &&
+          *(volatile uint64_t *)(p + 8) == ~0ull,
+          "R-DEL-1: a denied 16-byte store has stored nothing when delivered, reports 16 bytes (seen %lx, " FRAME_FMT ")",
+          hlog[0].seen, FRAME_ARGS(&hlog[0]));
+    hreset(ACT_PERMIT);
+    r = run_user_default(u_movdqu_ld, p);
+    bm_ok(r == 0x80 && hcount == 0, "a 16-byte load of a write-denied line is allowed");
+
+    /* Same without a handler: the #PF comes with nothing stored. */
+    wrmsr(MSR_ULPT_HANDLER, 0);
+    *(volatile uint64_t *)p = 0xaaaa;
+    r = run_user_default(u_movdqu_st, p);
+    bm_ok(escalated(r, ULPT_KIND_W, va(p) + 8) && *(volatile uint64_t *)p == 0xaaaa,
+          "R-ESC-1: a denied 16-byte store escalates with nothing stored (first half %lx)", *(volatile uint64_t *)p);
+    wrmsr(MSR_ULPT_HANDLER, (uint64_t)ulpt_entry);
+
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NR(3));
+    hreset(ACT_PERMIT);
+    hwatch = 0;
+    r = run_user_default(u_movdqu_ld, p);
+    bm_ok(r == 0x80 && hcount == 1 && frame_is(&hlog[0], ULPT_KIND_R, va(p) + 8, va(p), 16),
+          "R-DEL-1: a 16-byte load into a read-denied line reports 16 bytes (" FRAME_FMT ")", FRAME_ARGS(&hlog[0]));
+
+    if (avx) {
+        ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(3));
+        p = tp[3] + 3 * 128 - 24;
+        *(volatile uint64_t *)p = 0xcccc;
+        hreset(ACT_PERMIT);
+        hwatch = (volatile uint64_t *)p;
+        r = run_user_default(u_vmovdqu_st, p);
+        bm_ok(r == 0x80 && hcount == 1 && hlog[0].seen == 0xcccc &&
+              frame_is(&hlog[0], ULPT_KIND_W, va(p) + 24, va(p), 32),
+              "R-DEL-1: a denied 32-byte AVX store: nothing stored, 32 bytes reported (" FRAME_FMT ")",
+              FRAME_ARGS(&hlog[0]));
+    } else {
+        bm_ok(1, "# SKIP no AVX on this CPU model");
+    }
+
+    /* x87 80-bit store straddling into a denied line (QEMU stores it as 8 + 2 bytes). */
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(3));
+    p = tp[3] + 3 * 128 - 8;
+    *(volatile uint64_t *)p = 0xdddd;
+    hreset(ACT_PERMIT);
+    hwatch = (volatile uint64_t *)p;
+    asm volatile("fldpi");
+    r = run_user_default(u_fstpt, p);
+    bm_ok(r == 0x80 && hcount == 1 && hlog[0].seen == 0xdddd &&
+          frame_is(&hlog[0], ULPT_KIND_W, va(p) + 8, va(p), 10) && *(volatile uint64_t *)p != 0xdddd,
+          "R-DEL-1: fstpt into a denied line: nothing stored, 10 bytes reported (" FRAME_FMT ")", FRAME_ARGS(&hlog[0]));
+    ulpt_kset(va(tp[3]), 0, 0);
+
+    /* Accesses that cross into a denied page: the whole access, from its first byte. */
+    ulpt_kset(va(tp[5]), ULPT_NW | ULPT_NR, 0);
+    static const struct { void (*fn)(void *); unsigned kind, size, back; const char *what; } cross[] = {
+        { u_write8, ULPT_KIND_W, 8, 4, "8-byte store" },
+        { u_write4, ULPT_KIND_W, 4, 2, "4-byte store" },
+        { u_movdqu_st, ULPT_KIND_W, 16, 8, "16-byte store" },
+        { u_read8, ULPT_KIND_R, 8, 4, "8-byte load" },
+        { u_movdqu_ld, ULPT_KIND_R, 16, 4, "16-byte load" },
+    };
+    for (unsigned i = 0; i < sizeof(cross) / sizeof(cross[0]); i++) {
+        p = tp[5] - cross[i].back;
+        *(volatile uint64_t *)(tp[5] - 8) = 0xeeee;
+        hreset(ACT_PERMIT);
+        hwatch = (volatile uint64_t *)(tp[5] - 8);
+        r = run_user_default(cross[i].fn, p);
+        bm_ok(r == 0x80 && hcount == 1 && hlog[0].seen == 0xeeee &&
+              frame_is(&hlog[0], cross[i].kind, va(tp[5]), va(p), cross[i].size),
+              "R-DEL-1: a %s crossing into a denied page: nothing done, whole access reported (" FRAME_FMT ")",
+              cross[i].what, FRAME_ARGS(&hlog[0]));
+    }
+    ulpt_kset(va(tp[5]), 0, 0);
+    hwatch = 0;
+
+    /* A fetch has size 0; its start is the fetched address. */
+    tp[2][0] = 0xc3;
+    ulpt_kset(va(tp[2]), ULPT_NX, 0);
+    hreset(ACT_FIX);
+    r = run_user_default(u_call, tp[2]);
+    bm_ok(r == 0x80 && hcount == 1 && frame_is(&hlog[0], ULPT_KIND_X, va(tp[2]), va(tp[2]), 0),
+          "R-DEL-1: a fetch reports size 0 and start = addr (" FRAME_FMT ")", FRAME_ARGS(&hlog[0]));
+}
+
 void tests(void)
 {
     unsigned a, b, c, d;
@@ -189,7 +343,7 @@ void tests(void)
         absent_tests();
         return;
     }
-    bm_plan(75);
+    bm_plan(75 + 14);
     bm_ok(1, "R-ENUM-1: CPUID.7.0:EDX[6] set");
 
     /* MSRs. */
@@ -378,8 +532,9 @@ void tests(void)
           ULPT_INFO_REASON(h->w[1]) == ULPT_REASON_LINE && ULPT_INFO_SIZE(h->w[1]) == 8 &&
           ULPT_INFO_PERMITTED(h->w[1]) == 0 && !(h->w[1] & ULPT_INFO_PERMIT),
           "R-DEL-1: frame addr and info (kind W, reason line, size 8): %lx %lx", h->w[0], h->w[1]);
-    bm_ok(h->w[ULPT_FRAME_ENTRY0] == 0 && h->w[ULPT_FRAME_ENTRY1] == ULPT_LINE_NW(2) && h->w[7] == 0,
-          "R-DEL-1: frame carries the entry words");
+    bm_ok(h->w[ULPT_FRAME_ENTRY0] == 0 && h->w[ULPT_FRAME_ENTRY1] == ULPT_LINE_NW(2) &&
+          h->w[ULPT_FRAME_START] == va(tp[3]) + 256 + 24,
+          "R-DEL-1: frame carries the entry words and the access's start");
     bm_ok(h->w[ULPT_FRAME_RIP] == (uint64_t)u_write8_insn, "R-DEL-1: frame rip is the faulting instruction");
     bm_ok(h->frame == ((h->w[ULPT_FRAME_RSP] - 128 - 64) & ~15ull) && (h->frame & 15) == 0,
           "R-DEL-1: frame at (rsp - STKADJ - 64) & ~15 (frame %lx rsp %lx)", h->frame, h->w[ULPT_FRAME_RSP]);
@@ -495,6 +650,8 @@ void tests(void)
     hreset(ACT_FIX);
     r = run_user_default(u_write8, tp[3]);
     bm_ok(r == 0x80 && hcount == 1, "R-MSR-3: CTL.EN=1 applies at once");
+
+    whole_access_tests();
 
     /* A cleared entry restores the fast path: the entry installed afterwards is ordinary,
        so a burst of accesses is fast; here we check the rights, the speed is in the bench. */

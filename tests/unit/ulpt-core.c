@@ -42,7 +42,7 @@ int main(void)
     unsigned bad;
     const uint64_t va = 0x00007f1234567000ull;
 
-    tap_plan(46);
+    tap_plan(49);
 
     /* Walk. */
     memset(ram, 0, sizeof(ram));
@@ -119,12 +119,13 @@ int main(void)
 
     /* Frame. */
     UlptFrame f = { 0x1234, ulpt_info(ULPT_KIND_W, ULPT_KIND_R, ULPT_REASON_LINE, 8), 1, 2,
-                    0x401000, 0x246, 0x7ffff000 }, g;
+                    0x401000, 0x246, 0x7ffff000, 0x1230 }, g;
     uint64_t w[ULPT_FRAME_WORDS];
     memset(w, 0xff, sizeof(w));
     ulpt_frame_encode(&f, w);
     ulpt_frame_decode(w, &g);
-    tap_ok(memcmp(&f, &g, sizeof(f)) == 0 && w[7] == 0, "frame encode/decode round trip, reserved word 0");
+    tap_ok(memcmp(&f, &g, sizeof(f)) == 0 && w[ULPT_FRAME_START] == 0x1230 && ULPT_FRAME_START == 7,
+           "frame encode/decode round trip, access start at word 7");
     tap_ok(ULPT_INFO_KIND(w[1]) == ULPT_KIND_W && ULPT_INFO_PERMITTED(w[1]) == ULPT_KIND_R &&
            ULPT_INFO_REASON(w[1]) == ULPT_REASON_LINE && ULPT_INFO_SIZE(w[1]) == 8 &&
            !(w[1] & ULPT_INFO_PERMIT), "info fields decode");
@@ -134,19 +135,27 @@ int main(void)
            "stack adjust is bits 15:0 only");
 
     /* MSRs. */
-    tap_ok(ulpt_msr_write_ok(MSR_ULPT_CTL, 1, 48) && !ulpt_msr_write_ok(MSR_ULPT_CTL, 2, 48),
+    tap_ok(ulpt_msr_write_ok(MSR_ULPT_CTL, 1, 48, 48) && !ulpt_msr_write_ok(MSR_ULPT_CTL, 2, 48, 48),
            "CTL: EN ok, reserved bit 1 #GP");
-    tap_ok(ulpt_msr_write_ok(MSR_ULPT_ROOT, 0x1000, 40) && !ulpt_msr_write_ok(MSR_ULPT_ROOT, 0x1008, 40) &&
-           !ulpt_msr_write_ok(MSR_ULPT_ROOT, 1ull << 40, 40), "ROOT: aligned ok; misaligned or above MAXPHYADDR #GP");
-    tap_ok(ulpt_msr_write_ok(MSR_ULPT_VIEW, 0, 48) && ulpt_msr_write_ok(MSR_ULPT_VIEW, 0x100000000000ull, 48) &&
-           !ulpt_msr_write_ok(MSR_ULPT_VIEW, 0x100000000008ull, 48) &&
-           !ulpt_msr_write_ok(MSR_ULPT_VIEW, (1ull << 47) - 0x1000, 48),
+    tap_ok(ulpt_msr_write_ok(MSR_ULPT_ROOT, 0x1000, 40, 48) && !ulpt_msr_write_ok(MSR_ULPT_ROOT, 0x1008, 40, 48) &&
+           !ulpt_msr_write_ok(MSR_ULPT_ROOT, 1ull << 40, 40, 48), "ROOT: aligned ok; misaligned or above MAXPHYADDR #GP");
+    tap_ok(ulpt_msr_write_ok(MSR_ULPT_VIEW, 0, 48, 48) && ulpt_msr_write_ok(MSR_ULPT_VIEW, 0x100000000000ull, 48, 48) &&
+           !ulpt_msr_write_ok(MSR_ULPT_VIEW, 0x100000000008ull, 48, 48) &&
+           !ulpt_msr_write_ok(MSR_ULPT_VIEW, (1ull << 47) - 0x1000, 48, 48),
            "VIEW: 0 or aligned in range ok; misaligned or overflowing #GP");
-    tap_ok(ulpt_msr_write_ok(MSR_ULPT_HANDLER, 0xffff800000000000ull, 48) &&
-           !ulpt_msr_write_ok(MSR_ULPT_HANDLER, 0x0000800000000000ull, 48), "HANDLER: canonical only");
-    tap_ok(ulpt_msr_write_ok(MSR_ULPT_STKADJ, 0xffff, 48) && !ulpt_msr_write_ok(MSR_ULPT_STKADJ, 0x10000, 48),
+    tap_ok(ulpt_msr_write_ok(MSR_ULPT_HANDLER, 0xffff800000000000ull, 48, 48) &&
+           !ulpt_msr_write_ok(MSR_ULPT_HANDLER, 0x0000800000000000ull, 48, 48), "HANDLER: canonical only");
+    tap_ok(ulpt_msr_write_ok(MSR_ULPT_HANDLER, 0x0000900000000000ull, 48, 57) &&
+           ulpt_msr_write_ok(MSR_ULPT_HANDLER, 0x00ff000000000000ull, 48, 57) &&
+           ulpt_msr_write_ok(MSR_ULPT_HANDLER, 0xff00000000000000ull, 48, 57) &&
+           !ulpt_msr_write_ok(MSR_ULPT_HANDLER, 0x0100000000000000ull, 48, 57) &&
+           !ulpt_msr_write_ok(MSR_ULPT_HANDLER, 0x0000900000000000ull, 48, 48),
+           "HANDLER with 5-level paging: canonical for 57 bits");
+    tap_ok(ulpt_canonical(0x00ffffffffffffffull, 57) && !ulpt_canonical(0x00ffffffffffffffull, 48) &&
+           ulpt_canonical(0x00007fffffffffffull, 48), "canonical follows the paging mode");
+    tap_ok(ulpt_msr_write_ok(MSR_ULPT_STKADJ, 0xffff, 48, 48) && !ulpt_msr_write_ok(MSR_ULPT_STKADJ, 0x10000, 48, 48),
            "STKADJ: 16 bits");
-    tap_ok(ulpt_msr_write_ok(MSR_ULPT_STATUS, 1, 48) && !ulpt_msr_write_ok(MSR_ULPT_STATUS, 4, 48),
+    tap_ok(ulpt_msr_write_ok(MSR_ULPT_STATUS, 1, 48, 48) && !ulpt_msr_write_ok(MSR_ULPT_STATUS, 4, 48, 48),
            "STATUS: IN_HANDLER only");
 
     /* View targets. */
