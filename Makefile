@@ -6,7 +6,7 @@ QEMU_BIN := $(B)/qemu/obj/qemu-system-x86_64
 KERNEL := $(B)/linux/obj/arch/x86/boot/bzImage
 INITRAMFS := $(B)/initramfs.cpio
 CC := gcc
-GUEST_CFLAGS := -O2 -g -Wall -Wextra -static -Iguest -Itarget-ulpt -I$(B)/linux/headers/include
+GUEST_CFLAGS := -O2 -g -Wall -Wextra -Werror -static -Iguest -Itarget-ulpt -I$(B)/linux/headers/include
 
 GUEST_PROGS := $(patsubst guest/%.c,$(B)/guest/bin/%,$(wildcard guest/*.c))
 GUEST_TESTS := $(patsubst tests/guest/%.c,$(B)/guest/tests/%,$(wildcard tests/guest/*.c))

@@ -9,6 +9,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
+#include <time.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdint.h>
@@ -67,19 +69,94 @@ static void read8(void *p) { (void)*(volatile uint64_t *)p; }
 /* --- the user-level handler ---------------------------------------------------------- */
 ULPT_HANDLER_ENTRY(ulpt_entry, ulpt_handler);
 
-enum { H_PERMIT, H_FAULT };
+/* The kernel's <asm/ulpt.h> and the ABI header agree (token-identical macros: -Werror). */
+_Static_assert(sizeof(struct ulpt_frame) == ULPT_FRAME_SIZE &&
+               offsetof(struct ulpt_frame, addr) == 8 * ULPT_FRAME_ADDR &&
+               offsetof(struct ulpt_frame, info) == 8 * ULPT_FRAME_INFO &&
+               offsetof(struct ulpt_frame, entry0) == 8 * ULPT_FRAME_ENTRY0 &&
+               offsetof(struct ulpt_frame, entry1) == 8 * ULPT_FRAME_ENTRY1 &&
+               offsetof(struct ulpt_frame, rip) == 8 * ULPT_FRAME_RIP &&
+               offsetof(struct ulpt_frame, rflags) == 8 * ULPT_FRAME_RFLAGS &&
+               offsetof(struct ulpt_frame, rsp) == 8 * ULPT_FRAME_RSP &&
+               offsetof(struct ulpt_frame, start) == 8 * ULPT_FRAME_START,
+               "struct ulpt_frame matches the architecture's frame");
+
+enum { H_PERMIT, H_FAULT, H_FLAGS };
 static volatile int h_count, h_action;
-static volatile uint64_t h_addr, h_info;
+static volatile uint64_t h_addr, h_info, h_rip;
 static void *volatile h_fault_at;
 
-void ulpt_handler(uint64_t *f)
+#define FL_CF 0x1ull
+#define FL_ZF 0x40ull
+#define FL_SF 0x80ull
+#define FL_DF 0x400ull
+
+void ulpt_handler(uint64_t *frame)
 {
+    struct ulpt_frame *f = (struct ulpt_frame *)frame;
+
     h_count++;
-    h_addr = f[ULPT_FRAME_ADDR];
-    h_info = f[ULPT_FRAME_INFO];
+    h_addr = f->addr;
+    h_info = f->info;
+    h_rip = f->rip;
     if (h_action == H_FAULT)
         (void)*(volatile uint64_t *)h_fault_at;
-    f[ULPT_FRAME_INFO] |= ULPT_INFO_PERMIT;
+    if (h_action == H_FLAGS)
+        f->rflags |= FL_DF | FL_ZF | FL_SF | FL_CF;
+    f->info |= ULPT_INFO_PERMIT;
+}
+
+/*
+ * After a UIRET that set DF ZF SF CF from the frame: flags set by the next instruction are
+ * exact, and stay so across a system call and timer interrupts. Each returns the flags (of
+ * DF ZF SF CF) that are wrongly set, or a flag the CPU should have cleared.
+ */
+static uint64_t flags_after_uiret(void *p)
+{
+    uint64_t f;
+
+    asm volatile("movq $1, (%1)\n cld\n test %%rsp, %%rsp\n pushfq\n popq %0"
+                 : "=r"(f) : "r"(p) : "memory", "cc");
+    return f & (FL_DF | FL_ZF | FL_SF | FL_CF);
+}
+
+static uint64_t flags_after_syscall(void *p)
+{
+    uint64_t f, z;
+
+    asm volatile("movq $1, (%2)\n cld\n test %%rsp, %%rsp\n"
+                 "mov %3, %%eax\n syscall\n setz %%al\n movzbl %%al, %%eax\n mov %%rax, %1\n"
+                 "pushfq\n popq %0"
+                 : "=r"(f), "=r"(z) : "r"(p), "i"(SYS_getpid) : "rax", "rcx", "r11", "memory", "cc");
+    return (f & (FL_DF | FL_SF | FL_CF)) | (z ? FL_ZF : 0);
+}
+
+static uint64_t flags_across_ticks(void *p)
+{
+    struct timespec t0, t;
+    uint64_t bad = flags_after_uiret(p);
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {                                /* 50 ms: a dozen timer ticks at HZ=250 */
+        uint64_t f;
+        for (int i = 0; i < 1000; i++) {
+            asm volatile("test %%rsp, %%rsp\n pushfq\n popq %0" : "=r"(f) :: "cc");
+            bad |= f & (FL_DF | FL_ZF | FL_SF | FL_CF);
+        }
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    } while ((t.tv_sec - t0.tv_sec) * 1000000000ll + t.tv_nsec - t0.tv_nsec < 50000000);
+    return bad;
+}
+
+/* A write made by code at `code` (movq $1, (%rdi); ret), mapped anywhere. */
+static const uint8_t write_insn[] = { 0x48, 0xc7, 0x07, 0x01, 0x00, 0x00, 0x00, 0xc3 };
+
+/* An executable page at a fixed address (above 2^47 needs 5-level paging), or NULL. */
+static uint8_t *code_page_at(uintptr_t at)
+{
+    void *q = mmap((void *)at, 4096, PROT_READ | PROT_WRITE | PROT_EXEC,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    return q == (void *)at ? q : NULL;
 }
 
 static void *page(void)
@@ -146,7 +223,7 @@ int main(int argc, char **argv)
         return tap_done();
     }
 
-    tap_plan(38);
+    tap_plan(38 + 10);
     memset(&sa, 0, sizeof(sa));
     sa.sa_sigaction = on_segv;
     sa.sa_flags = SA_SIGINFO | SA_NODEFER;
@@ -203,6 +280,41 @@ int main(int argc, char **argv)
     tap_ok(h_count == 3 && p[1] == 2 && h_addr == (uintptr_t)&p[1] && ULPT_INFO_KIND(h_info) == ULPT_KIND_W,
            "handler runs without the kernel; each write completes once (%d deliveries)", h_count);
     tap_ok(view_entry(p)[1] == ULPT_LINE_NW(0), "the table is unchanged by let-through-once");
+
+    /* UIRET restores flags once; they do not stick (docs/spec.md R-RET-1). */
+    h_action = H_FLAGS;
+    h_count = 0;
+    uint64_t bad = flags_after_uiret(p);
+    tap_ok(h_count == 1 && bad == 0, "after UIRET, cld and test give exact flags (wrong: %#lx)", bad);
+    bad = flags_after_syscall(p);
+    tap_ok(h_count == 2 && bad == 0, "  ...also after a system call (wrong: %#lx)", bad);
+    bad = flags_across_ticks(p);
+    tap_ok(h_count == 3 && bad == 0, "  ...also across timer interrupts (wrong: %#lx)", bad);
+    h_action = H_PERMIT;
+
+    /* 5-level paging: a handler and faulting code above 2^47 (docs/spec.md R-MSR-2, R-RET-1). */
+    uint8_t *hi_handler = code_page_at(0x900000000000ul), *hi_code = code_page_at(0xa00000000000ul);
+    if (hi_handler && hi_code) {
+        void (*entry)(void) = ulpt_entry;
+        static const uint8_t jmp_abs[] = { 0xff, 0x25, 0, 0, 0, 0 };   /* jmp *0(%rip) */
+        memcpy(hi_handler, jmp_abs, sizeof(jmp_abs));
+        memcpy(hi_handler + sizeof(jmp_abs), &entry, 8);
+        memcpy(hi_code, write_insn, sizeof(write_insn));
+        h_count = 0;
+        tap_ok(ulpt_ul(ARCH_ULPT_SET_HANDLER, (uintptr_t)hi_handler) == 0 &&
+               ulpt(ARCH_ULPT_GET_STATE, &st) == 0 && st.handler == (uintptr_t)hi_handler,
+               "SET_HANDLER above 2^47 (5-level paging): accepted");
+        ((void (*)(void *))hi_code)(&p[1]);        /* p[1] was 2 */
+        tap_ok(h_count == 1 && p[1] == 1 && h_rip == (uintptr_t)hi_code,
+               "a violation by code above 2^47 runs the handler above 2^47 and UIRET returns there "
+               "(%d deliveries, rip %#lx, addr %#lx info %#lx, p1 %lu)", h_count, h_rip, h_addr, h_info, p[1]);
+        ulpt_ul(ARCH_ULPT_SET_HANDLER, (unsigned long)ulpt_entry);
+    } else {
+        tap_skip("no 5-level paging", "SET_HANDLER above 2^47");
+        tap_skip("no 5-level paging", "a violation by code above 2^47");
+    }
+    tap_ok(ulpt_ul(ARCH_ULPT_SET_HANDLER, 1ul << 57) == -1 && errno == EINVAL,
+           "SET_HANDLER at or above the user address limit: EINVAL");
 
     /* Fault inside the handler, in a child (the child is left in its handler). */
     pid_t pid = fork();
@@ -269,6 +381,12 @@ int main(int argc, char **argv)
     tap_ok(p == addr && view_entry(p)[0] == 0 && try(write8, p) == 0,
            "munmap + mmap at the same address: fully accessible");
 
+    /* The view cannot be remapped: not moved, grown or shrunk. */
+    void *v = (void *)(uintptr_t)en.view;
+    tap_ok(mremap(v, 4096, 8192, MREMAP_MAYMOVE) == MAP_FAILED && errno == EINVAL,
+           "mremap growing the view: EINVAL");
+    tap_ok(mremap(v, 8192, 4096, 0) == MAP_FAILED && errno == EINVAL, "mremap shrinking the view: EINVAL");
+
     /* mprotect is independent; mremap leaves the rights behind; the kernel is not checked. */
     view_entry(p)[0] = ULPT_NW;
     mprotect(p, 4096, PROT_READ);
@@ -297,11 +415,21 @@ int main(int argc, char **argv)
     tap_ok(t_result == 1, "threads: after the flag, the other thread's next write faults (result %d)", t_result);
 
     /* Disable. */
+    ulpt_ul(ARCH_ULPT_SET_HANDLER, (unsigned long)ulpt_entry);
     tap_ok(ulpt_ul(ARCH_ULPT_DISABLE, 0) == 0 && ulpt(ARCH_ULPT_GET_STATE, &st) == 0 && st.flags == 0,
            "DISABLE: no table any more");
     tap_ok(try(write8, t_page) == 0, "DISABLE: the restriction is gone");
     tap_ok(try(read8, (void *)(uintptr_t)en.view) == 1 && segv_code == SEGV_MAPERR, "DISABLE: the view is unmapped");
     tap_ok(ulpt(ARCH_ULPT_ENABLE, &en) == 0, "ENABLE again after DISABLE");
+    tap_ok(ulpt(ARCH_ULPT_GET_STATE, &st) == 0 && st.handler == 0,
+           "DISABLE removed the handler: a new table starts without one (handler %#llx)",
+           (unsigned long long)st.handler);
+    uint64_t *q = page();
+    view_entry(q)[0] = ULPT_NW;
+    h_count = 0;
+    tap_ok(try(write8, q) == 1 && segv_code == SEGV_ULPTERR && h_count == 0,
+           "  ...and a violation is a SIGSEGV, not a delivery to the old handler");
+    view_entry(q)[0] = 0;
 
     /*
      * Leaks: processes that build a table and exit give all memory back. Free memory moves by

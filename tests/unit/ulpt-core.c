@@ -129,6 +129,9 @@ int main(void)
     tap_ok(ULPT_INFO_KIND(w[1]) == ULPT_KIND_W && ULPT_INFO_PERMITTED(w[1]) == ULPT_KIND_R &&
            ULPT_INFO_REASON(w[1]) == ULPT_REASON_LINE && ULPT_INFO_SIZE(w[1]) == 8 &&
            !(w[1] & ULPT_INFO_PERMIT), "info fields decode");
+    tap_ok(ULPT_INFO_SIZE(ulpt_info(ULPT_KIND_W, 0, ULPT_REASON_LINE, 512)) == 512 &&
+           ULPT_INFO_SIZE(ulpt_info(ULPT_KIND_W, 0, ULPT_REASON_LINE, 70000)) == 0xffff &&
+           (ulpt_info(ULPT_KIND_R, 0, 1, 0xffff) >> 32) == 0, "size is bits 31:16; PERMIT stays clear");
     tap_ok(w[4] == 0x401000 && w[5] == 0x246 && w[6] == 0x7ffff000, "rip, rflags, rsp at words 4-6");
     tap_ok(ulpt_frame_base(0x7ffff008, 128) == 0x7fffef40, "frame below red zone, 16-byte aligned");
     tap_ok(ulpt_frame_base(0x10000, 0x10080) == ((0x10000ull - 0x80 - 64) & ~15ull),
