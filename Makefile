@@ -15,7 +15,7 @@ UNIT_TESTS := $(wildcard tests/unit/*.sh)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/*.c))
 SUITES := $(wildcard tests/suites/*.sh tests/suites/*.py)
 
-.PHONY: all deps qemu kernel initramfs run test clean
+.PHONY: all deps qemu kernel initramfs run test install clean
 all: qemu kernel initramfs
 
 deps:
@@ -59,6 +59,17 @@ run: all
 
 test: all $(UNIT_BINS) $(BM_IMAGES)
 	@tests/tap-run --summary $(UNIT_TESTS) $(UNIT_BINS) $(SUITES)
+
+# `make install PREFIX=DIR`: ulpt-run and what it boots. PREFIX/bin/ulpt-run finds the rest in
+# PREFIX/lib/ulpt (QEMU, kernel, initramfs) and PREFIX/libexec/ulpt (guest programs, on PATH
+# in the guest). QEMU takes its firmware from Debian's seabios and qemu-system-data.
+PREFIX ?= /usr/local
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/ulpt $(DESTDIR)$(PREFIX)/libexec/ulpt
+	install -m 755 scripts/ulpt-run $(DESTDIR)$(PREFIX)/bin/ulpt-run
+	install -m 755 $(QEMU_BIN) scripts/host-tsc-khz $(DESTDIR)$(PREFIX)/lib/ulpt/
+	install -m 644 $(KERNEL) $(INITRAMFS) $(DESTDIR)$(PREFIX)/lib/ulpt/
+	install -m 755 $(GUEST_PROGS) $(DESTDIR)$(PREFIX)/libexec/ulpt/
 
 clean:
 	rm -rf $(B)

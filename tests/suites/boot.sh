@@ -7,8 +7,8 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 t=/usr/libexec/ulpt-tests
 {
   rc=0
-  "$top/scripts/ulpt-run" --no-share -- $t/tap-run "$t/cpuid-ulpt 1 1" || rc=1
-  "$top/scripts/ulpt-run" --no-share --cpu max -- $t/tap-run "$t/cpuid-ulpt 0 0" || rc=1
-  "$top/scripts/ulpt-run" --no-share --append noulpt -- $t/tap-run "$t/cpuid-ulpt 1 0" || rc=1
+  "$top/scripts/ulpt-run" --isolated --no-share -- $t/tap-run "$t/cpuid-ulpt 1 1" || rc=1
+  "$top/scripts/ulpt-run" --isolated --no-share --cpu max -- $t/tap-run "$t/cpuid-ulpt 0 0" || rc=1
+  "$top/scripts/ulpt-run" --isolated --no-share --append noulpt -- $t/tap-run "$t/cpuid-ulpt 1 0" || rc=1
   exit $rc
 } | sed -e '/^1\.\.[0-9]*$/d' -e 's/^\(not \)\{0,1\}ok [0-9]* /\1ok /'

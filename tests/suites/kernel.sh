@@ -9,11 +9,11 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 t=/usr/libexec/ulpt-tests
 {
   rc=0
-  out=$("$top/scripts/ulpt-run" --no-share --smp 2 --timeout 900 -- \
+  out=$("$top/scripts/ulpt-run" --isolated --no-share --smp 2 --timeout 900 -- \
         sh -c "$t/tap-run $t/ulpt-api '$t/ulpt-stress ${ULPT_STRESS_SECONDS:-10}' $t/farret $t/clock; r=\$?; dmesg > /tmp/dmesg; \
                if grep -qiE 'warning|bug|oops|call trace' /tmp/dmesg; then echo 'not ok - kernel log has warnings'; \
                grep -iE -A5 'warning|bug|oops|call trace' /tmp/dmesg | sed 's/^/# /'; else echo 'ok - no warning in the kernel log'; fi; exit \$r") || rc=1
   echo "$out"
-  "$top/scripts/ulpt-run" --no-share --cpu max -- $t/tap-run "$t/ulpt-api nocpu" $t/farret $t/clock || rc=1
+  "$top/scripts/ulpt-run" --isolated --no-share --cpu max -- $t/tap-run "$t/ulpt-api nocpu" $t/farret $t/clock || rc=1
   exit $rc
 } | sed -e '/^1\.\.[0-9]*$/d' -e 's/^\(not \)\{0,1\}ok [0-9]* /\1ok /'

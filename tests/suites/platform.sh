@@ -7,7 +7,7 @@ run=$top/scripts/ulpt-run
 n=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-echo "1..13"
+echo "1..14"
 
 out=$("$run" --no-share -- uname -a 2>&1); rc=$?
 ok $([ $rc = 0 ] && [[ "$out" == Linux*6.1*x86_64* ]]; echo $?) "uname -a prints a Linux 6.1 banner and exits 0 ($out)"
@@ -24,13 +24,17 @@ cat > "$tmp/hello.c" <<'C'
 int main(int argc, char **argv) { char d[256]; printf("host-built %s in %s\n", argc > 1 ? argv[1] : "?", getcwd(d, sizeof d)); return 5; }
 C
 gcc -static -O2 -o "$tmp/hello" "$tmp/hello.c"
-out=$("$run" --share "$tmp" -- /mnt/host/hello arg 2>&1); rc=$?
-ok $([ $rc = 5 ] && [ "$out" = "host-built arg in /mnt/host" ]; echo $?) "--share runs a host-compiled static program (rc=$rc, out=$out)"
+real=$(cd "$tmp" && pwd -P)
+out=$("$run" --share "$tmp" -- ./hello arg 2>&1); rc=$?
+ok $([ $rc = 5 ] && [ "$out" = "host-built arg in $real" ]; echo $?) "--share runs a host-compiled static program in the share, at its host path (rc=$rc, out=$out)"
 
 out=$(cd "$tmp" && "$run" -- ./hello cwd 2>&1); rc=$?
-ok $([ $rc = 5 ] && [ "$out" = "host-built cwd in /mnt/host" ]; echo $?) "the current directory is shared by default and is the working directory"
+ok $([ $rc = 5 ] && [ "$out" = "host-built cwd in $real" ]; echo $?) "the current directory is shared by default and is the working directory"
 
-"$run" --share "$tmp" -- sh -c 'echo from-guest > /mnt/host/written' >/dev/null 2>&1
+out=$("$run" --isolated --share "$tmp" -- /mnt/host/hello arg 2>&1); rc=$?
+ok $([ $rc = 5 ] && [ "$out" = "host-built arg in /mnt/host" ]; echo $?) "--isolated: the share is at /mnt/host, the working directory (rc=$rc, out=$out)"
+
+"$run" --share "$tmp" -- sh -c 'echo from-guest > written' >/dev/null 2>&1
 ok $([ "$(cat "$tmp/written" 2>/dev/null)" = from-guest ]; echo $?) "the guest can write into the shared directory"
 
 out=$("$run" --no-share --smp 2 -- nproc 2>&1); rc=$?
