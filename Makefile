@@ -6,7 +6,7 @@ QEMU_BIN := $(B)/qemu/obj/qemu-system-x86_64
 KERNEL := $(B)/linux/obj/arch/x86/boot/bzImage
 INITRAMFS := $(B)/initramfs.cpio
 CC := gcc
-GUEST_CFLAGS := -O2 -g -Wall -Wextra -Werror -static -Iguest -Itarget-ulpt -I$(B)/linux/headers/include
+GUEST_CFLAGS := -O2 -g -Wall -Wextra -Werror -static -Iguest -Iinclude -I$(B)/linux/headers/include
 
 GUEST_PROGS := $(patsubst guest/%.c,$(B)/guest/bin/%,$(wildcard guest/*.c))
 GUEST_TESTS := $(patsubst tests/guest/%.c,$(B)/guest/tests/%,$(wildcard tests/guest/*.c))
@@ -15,8 +15,8 @@ UNIT_TESTS := $(wildcard tests/unit/*.sh)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/*.c))
 SUITES := $(wildcard tests/suites/*.sh tests/suites/*.py)
 
-.PHONY: all deps qemu kernel initramfs run test install clean
-all: qemu kernel initramfs
+.PHONY: all deps qemu kernel initramfs libulpt run test install clean
+all: qemu kernel initramfs libulpt
 
 deps:
 	@scripts/install-deps
@@ -29,10 +29,10 @@ kernel: | deps
 
 initramfs: $(INITRAMFS)
 
-$(B)/guest/bin/%: guest/%.c guest/ulpt-handler.h target-ulpt/ulpt-arch.h | kernel
+$(B)/guest/bin/%: guest/%.c guest/ulpt-handler.h include/ulpt/arch.h | kernel
 	@mkdir -p $(@D)
 	$(CC) $(GUEST_CFLAGS) -o $@ $<
-$(B)/guest/tests/%: tests/guest/%.c tests/guest/tap.h guest/ulpt-handler.h target-ulpt/ulpt-arch.h | kernel
+$(B)/guest/tests/%: tests/guest/%.c tests/guest/tap.h guest/ulpt-handler.h include/ulpt/arch.h | kernel
 	@mkdir -p $(@D)
 	$(CC) $(GUEST_CFLAGS) -Itests/guest -o $@ $< -lpthread
 
@@ -40,19 +40,55 @@ $(INITRAMFS): $(GUEST_PROGS) $(GUEST_TESTS) guest/init tests/tap-run scripts/bui
 	@scripts/build-initramfs $@
 
 # Host unit tests of the ULPT decision logic, built against target-ulpt/ulpt.c.
-$(B)/tests/unit/%: tests/unit/%.c target-ulpt/ulpt.c target-ulpt/ulpt.h target-ulpt/ulpt-arch.h tests/guest/tap.h
+$(B)/tests/unit/%: tests/unit/%.c target-ulpt/ulpt.c target-ulpt/ulpt.h include/ulpt/arch.h tests/guest/tap.h
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -Wall -Wextra -Werror -Itarget-ulpt -Itests/guest -o $@ $< target-ulpt/ulpt.c
 
 # Bare-metal CPU tests (no kernel): PVH-booted ELF images run by tests/suites/cpu.sh.
 BM_CFLAGS := -O1 -g -ffreestanding -fno-pic -no-pie -nostdlib -static -mno-red-zone \
 	-mgeneral-regs-only -fno-stack-protector -fno-asynchronous-unwind-tables -Wall -Wextra \
-	-Werror -Itarget-ulpt -Wl,-T,tests/baremetal/kernel.ld -Wl,--build-id=none -Wl,-z,noexecstack
+	-Werror -Iinclude -Wl,-T,tests/baremetal/kernel.ld -Wl,--build-id=none -Wl,-z,noexecstack
 BM_COMMON := tests/baremetal/boot.S tests/baremetal/bm.c
 BM_IMAGES := $(patsubst tests/baremetal/%.c,$(B)/baremetal/%.elf,$(filter-out tests/baremetal/bm.c,$(wildcard tests/baremetal/*.c)))
-$(B)/baremetal/%.elf: tests/baremetal/%.c $(BM_COMMON) tests/baremetal/bm.h tests/baremetal/kernel.ld target-ulpt/ulpt-arch.h
+$(B)/baremetal/%.elf: tests/baremetal/%.c $(BM_COMMON) tests/baremetal/bm.h tests/baremetal/kernel.ld include/ulpt/arch.h
 	@mkdir -p $(@D)
 	$(CC) $(BM_CFLAGS) -o $@ $(BM_COMMON) $<
+
+# libulpt: a static and a shared library (soname libulpt.so.0), its pkg-config file, its test
+# suite and the examples. Built for the host; the guest runs the same binaries from the host's
+# files (scripts/ulpt-run).
+LIBULPT_VERSION := 0.1.0
+LIBULPT_SONAME := libulpt.so.0
+LB := $(B)/libulpt
+LIB_CFLAGS := -O2 -g -Wall -Wextra -Werror -fPIC -Ilibulpt/include -Iinclude
+LIB_OBJS := $(LB)/ulpt.o $(LB)/mprotect.o $(LB)/dispatch.o $(LB)/entry.o
+LIB_HDRS := libulpt/include/ulpt.h libulpt/src/internal.h libulpt/src/uapi.h include/ulpt/arch.h
+$(LB)/%.o: libulpt/src/%.c $(LIB_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(LIB_CFLAGS) -c -o $@ $<
+$(LB)/dispatch.o: LIB_CFLAGS += -mgeneral-regs-only
+$(LB)/%.o: libulpt/src/%.S include/ulpt/arch.h
+	@mkdir -p $(@D)
+	$(CC) $(LIB_CFLAGS) -c -o $@ $<
+$(LB)/libulpt.a: $(LIB_OBJS)
+	rm -f $@ && ar rcs $@ $^
+$(LB)/$(LIBULPT_SONAME).1.0: $(LIB_OBJS)
+	$(CC) -shared -Wl,-soname,$(LIBULPT_SONAME) -o $@ $^ -lpthread
+$(LB)/libulpt.so: $(LB)/$(LIBULPT_SONAME).1.0
+	ln -sf $(LIBULPT_SONAME).1.0 $(LB)/$(LIBULPT_SONAME) && ln -sf $(LIBULPT_SONAME) $@
+# Tests and examples link the shared library from the build tree ($ORIGIN-relative rpath).
+$(LB)/test/%: libulpt/test/%.c libulpt/include/ulpt.h $(LB)/libulpt.so
+	@mkdir -p $(@D)
+	$(CC) -O2 -g -Wall -Wextra -Werror -Ilibulpt/include -o $@ $< -L$(LB) -lulpt -lpthread '-Wl,-rpath,$$ORIGIN/..'
+$(B)/examples/%: examples/%.c libulpt/include/ulpt.h $(LB)/libulpt.so
+	@mkdir -p $(@D)
+	$(CC) -O2 -g -Wall -Wextra -Werror -Ilibulpt/include -o $@ $< -L$(LB) -lulpt -lpthread '-Wl,-rpath,$$ORIGIN/../libulpt'
+$(B)/bench/%: bench/%.c libulpt/include/ulpt.h $(LB)/libulpt.so
+	@mkdir -p $(@D)
+	$(CC) -O2 -g -Wall -Wextra -Werror -Ilibulpt/include -o $@ $< -L$(LB) -lulpt -lpthread '-Wl,-rpath,$$ORIGIN/../libulpt'
+LIBULPT := $(patsubst bench/%.c,$(B)/bench/%,$(wildcard bench/*.c)) $(LB)/libulpt.a $(LB)/libulpt.so $(patsubst libulpt/test/%.c,$(LB)/test/%,$(wildcard libulpt/test/*.c)) \
+	$(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
+libulpt: $(LIBULPT)
 
 run: all
 	scripts/ulpt-run -- ulpt-info
@@ -70,6 +106,15 @@ install: all
 	install -m 755 $(QEMU_BIN) scripts/host-tsc-khz $(DESTDIR)$(PREFIX)/lib/ulpt/
 	install -m 644 $(KERNEL) $(INITRAMFS) $(DESTDIR)$(PREFIX)/lib/ulpt/
 	install -m 755 $(GUEST_PROGS) $(DESTDIR)$(PREFIX)/libexec/ulpt/
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man3
+	install -m 644 libulpt/include/ulpt.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 $(LB)/libulpt.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(LB)/$(LIBULPT_SONAME).1.0 $(DESTDIR)$(PREFIX)/lib/
+	ln -sf $(LIBULPT_SONAME).1.0 $(DESTDIR)$(PREFIX)/lib/$(LIBULPT_SONAME)
+	ln -sf $(LIBULPT_SONAME) $(DESTDIR)$(PREFIX)/lib/libulpt.so
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(LIBULPT_VERSION)|' libulpt/libulpt.pc.in \
+	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/libulpt.pc
+	install -m 644 libulpt/man/*.3 $(DESTDIR)$(PREFIX)/share/man/man3/
 
 clean:
 	rm -rf $(B)

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/utsname.h>
-#include "ulpt-arch.h"
+#include <ulpt/arch.h>
 
 static int cpu_has_ulpt(void)
 {

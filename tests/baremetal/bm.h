@@ -7,7 +7,7 @@
 #define BM_H
 #include <stdarg.h>
 #include <stdint.h>
-#include "ulpt-arch.h"
+#include <ulpt/arch.h>
 
 #define PAGE 4096ul
 #define VIEW_BASE 0x8000000000ull            /* ULPT_VIEW: PML4 slot 1 */

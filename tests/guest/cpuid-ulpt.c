@@ -6,7 +6,7 @@
 #include <cpuid.h>
 #include <string.h>
 #include "tap.h"
-#include "ulpt-arch.h"
+#include <ulpt/arch.h>
 
 static int cpuinfo_has(const char *flag)
 {

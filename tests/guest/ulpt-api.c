@@ -26,7 +26,7 @@
 #include <asm/ulpt.h>
 #include "tap.h"
 #include "ulpt-handler.h"
-#include "ulpt-arch.h"
+#include <ulpt/arch.h>
 
 static long ulpt(int op, void *arg) { return syscall(SYS_arch_prctl, op, arg); }
 static long ulpt_ul(int op, unsigned long arg) { return syscall(SYS_arch_prctl, op, arg); }
@@ -43,10 +43,14 @@ static volatile int segv_code;
 static volatile uintptr_t segv_addr;
 static volatile unsigned long segv_err;
 
+static volatile int segv_in_handler;      /* IN_HANDLER as the signal handler saw it */
+static long ulpt(int op, void *arg);
 static void on_segv(int sig, siginfo_t *si, void *ucv)
 {
     ucontext_t *uc = ucv;
+    struct ulpt_state s;
     (void)sig;
+    segv_in_handler = ulpt(ARCH_ULPT_GET_STATE, &s) == 0 && (s.flags & ULPT_STATE_IN_HANDLER);
     segv_code = si->si_code;
     segv_addr = (uintptr_t)si->si_addr;
     segv_err = uc->uc_mcontext.gregs[REG_ERR];
@@ -81,7 +85,14 @@ _Static_assert(sizeof(struct ulpt_frame) == ULPT_FRAME_SIZE &&
                offsetof(struct ulpt_frame, start) == 8 * ULPT_FRAME_START,
                "struct ulpt_frame matches the architecture's frame");
 
-enum { H_PERMIT, H_FAULT, H_FLAGS };
+enum { H_PERMIT, H_FAULT, H_FLAGS, H_SIGNAL };
+static volatile int usr1_in_handler = -1, h_in_handler_after = -1;
+static void on_usr1(int sig)
+{
+    struct ulpt_state s;
+    (void)sig;
+    usr1_in_handler = ulpt(ARCH_ULPT_GET_STATE, &s) == 0 && (s.flags & ULPT_STATE_IN_HANDLER);
+}
 static volatile int h_count, h_action;
 static volatile uint64_t h_addr, h_info, h_rip;
 static void *volatile h_fault_at;
@@ -103,6 +114,11 @@ void ulpt_handler(uint64_t *frame)
         (void)*(volatile uint64_t *)h_fault_at;
     if (h_action == H_FLAGS)
         f->rflags |= FL_DF | FL_ZF | FL_SF | FL_CF;
+    if (h_action == H_SIGNAL) {                 /* a signal handler runs inside this one */
+        struct ulpt_state s;
+        raise(SIGUSR1);
+        h_in_handler_after = ulpt(ARCH_ULPT_GET_STATE, &s) == 0 && (s.flags & ULPT_STATE_IN_HANDLER);
+    }
     f->info |= ULPT_INFO_PERMIT;
 }
 
@@ -223,7 +239,7 @@ int main(int argc, char **argv)
         return tap_done();
     }
 
-    tap_plan(38 + 10);
+    tap_plan(38 + 11);
     memset(&sa, 0, sizeof(sa));
     sa.sa_sigaction = on_segv;
     sa.sa_flags = SA_SIGINFO | SA_NODEFER;
@@ -323,14 +339,31 @@ int main(int argc, char **argv)
         view_entry(q)[0] = ULPT_NR;
         h_action = H_FAULT;
         h_fault_at = q;
-        if (try(write8, p) && segv_code == SEGV_ULPTERR && segv_addr == (uintptr_t)q &&
-            ulpt(ARCH_ULPT_GET_STATE, &st) == 0 && (st.flags & ULPT_STATE_IN_HANDLER))
-            _exit(0);
-        _exit(1);
+        if (!(try(write8, p) && segv_code == SEGV_ULPTERR && segv_addr == (uintptr_t)q))
+            _exit(1);
+        if (segv_in_handler)
+            _exit(2);                   /* the signal handler must run outside the ULPT handler */
+        if (ulpt(ARCH_ULPT_GET_STATE, &st) != 0 || (st.flags & ULPT_STATE_IN_HANDLER))
+            _exit(3);                   /* siglongjmp out of it: out of the ULPT handler too */
+        h_action = H_PERMIT;
+        h_count = 0;
+        write8(p);                      /* delivered to the handler again, not SIGSEGV */
+        _exit(h_count == 1 ? 0 : 4);
     }
     waitpid(pid, &status, 0);
     tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-           "a violation inside the handler becomes SIGSEGV SEGV_ULPTERR; the thread is in its handler");
+           "a violation inside the handler becomes SIGSEGV SEGV_ULPTERR; the signal handler runs outside "
+           "the ULPT handler, and after siglongjmp the next violation reaches the handler (status %#x)", status);
+
+    /* A signal inside the handler: cleared while the signal handler runs, restored by sigreturn. */
+    signal(SIGUSR1, on_usr1);
+    h_action = H_SIGNAL;
+    h_count = 0;
+    ((volatile uint64_t *)p)[2] = 77;
+    tap_ok(h_count == 1 && usr1_in_handler == 0 && h_in_handler_after == 1 && p[2] == 77,
+           "a signal inside the handler: not in the handler while it runs (%d), in it again after "
+           "sigreturn (%d), and UIRET completes the write", usr1_in_handler, h_in_handler_after);
+    h_action = H_PERMIT;
 
     /* Stack overflow during delivery: the frame goes below an unmapped stack. */
     pid = fork();

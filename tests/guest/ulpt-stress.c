@@ -22,7 +22,7 @@
 #include <asm/ulpt.h>
 #include "tap.h"
 #include "ulpt-handler.h"
-#include "ulpt-arch.h"
+#include <ulpt/arch.h>
 
 #define NPAGES 64
 static uint8_t *region;

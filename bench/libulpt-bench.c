@@ -1,0 +1,96 @@
+/*
+ * libulpt's costs on the backend it runs on (ULPT_BACKEND=ulpt|mprotect picks it), per
+ * operation, loop included:
+ *   page_change   ulpt_page_deny() deny then allow (one operation each)
+ *   line_change   ulpt_line_deny() deny then allow (ULPT only)
+ *   trip_xsave    a fault round trip through the library: entry stub saving the vector state
+ *                 (XSAVE), a C handler that returns ULPT_PERMIT, the access completes
+ *   trip_gpr      the same with a handler registered ULPT_HANDLER_GPR_ONLY (no XSAVE)
+ * Prints "# bench <backend>_<what>_ps <picoseconds>" lines (best of 9 rounds) for
+ * scripts/bench-cpu.
+ *
+ * SPDX-License-Identifier: MIT
+ */
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <ulpt.h>
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
+}
+
+static volatile long handled;
+static enum ulpt_action permit(struct ulpt_fault *f, void *arg)
+{
+	(void)f; (void)arg;
+	handled++;
+	return ULPT_PERMIT;
+}
+
+static uint64_t best_of(void (*fn)(long), long n)
+{
+	uint64_t best = ~0ull;
+	for (int r = 0; r < 9; r++) {
+		uint64_t t0 = now_ns();
+		fn(n);
+		uint64_t t = now_ns() - t0;
+		if (t < best)
+			best = t;
+	}
+	return best * 1000 / n;
+}
+
+static char *page;
+static void page_change(long n)
+{
+	for (long i = 0; i < n; i += 2) {
+		ulpt_page_deny(page, ULPT_DENY_W);
+		ulpt_page_deny(page, 0);
+	}
+}
+static void line_change(long n)
+{
+	for (long i = 0; i < n; i += 2) {
+		ulpt_line_deny(page + 384, ULPT_DENY_W);
+		ulpt_line_deny(page + 384, 0);
+	}
+}
+static volatile char *watched;
+static void trip(long n)
+{
+	for (long i = 0; i < n; i++)
+		watched[0] = (char)i;
+}
+
+int main(void)
+{
+	int r = ulpt_init(ULPT_BACKEND_AUTO);
+	const char *b;
+
+	if (r < 0) {
+		fprintf(stderr, "ulpt_init: %s\n", strerror(-r));
+		return 1;
+	}
+	b = ulpt_backend_name(ulpt_backend());
+	page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	watched = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	page[0] = watched[0] = 1;
+	int ulpt = ulpt_backend() == ULPT_BACKEND_ULPT;
+	long nc = ulpt ? 200000 : 4000, nt = ulpt ? 20000 : 2000;
+
+	printf("# bench %s_page_change_ps %llu\n", b, (unsigned long long)best_of(page_change, nc));
+	if (ulpt)
+		printf("# bench %s_line_change_ps %llu\n", b, (unsigned long long)best_of(line_change, nc));
+	ulpt_protect((void *)watched, 4096, ULPT_DENY_W);
+	ulpt_set_handler(permit, NULL, 0);
+	printf("# bench %s_trip_xsave_ps %llu\n", b, (unsigned long long)best_of(trip, nt));
+	ulpt_set_handler(permit, NULL, ULPT_HANDLER_GPR_ONLY);
+	printf("# bench %s_trip_gpr_ps %llu\n", b, (unsigned long long)best_of(trip, nt));
+	printf("# %s deliveries %ld (expected %ld)\n", b, handled, 18 * nt);
+	return handled == 18 * nt ? 0 : 1;
+}

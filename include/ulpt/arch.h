@@ -1,0 +1,93 @@
+/*
+ * The ULPT ABI: the architectural constants, table and frame layout and UIRET encoding that
+ * docs/spec.md defines, in one place. Freestanding C with no dependencies, shared by the QEMU
+ * model (target-ulpt/ulpt-arch.h links here), libulpt, the bare-metal tests and the guest
+ * programs. The kernel's <asm/ulpt.h> defines the same names token for token.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef ULPT_ARCH_H
+#define ULPT_ARCH_H
+
+/* Enumeration (spec 2): CPUID.(EAX=07H,ECX=0):EDX[bit 6]. */
+#define ULPT_CPUID_LEAF        0x7u
+#define ULPT_CPUID_SUBLEAF     0x0u
+#define ULPT_CPUID_EDX_BIT     6u
+
+/* MSRs (spec 3). */
+#define MSR_ULPT_CTL           0x990u
+#define MSR_ULPT_ROOT          0x991u
+#define MSR_ULPT_VIEW          0x992u
+#define MSR_ULPT_HANDLER       0x993u
+#define MSR_ULPT_STKADJ        0x994u
+#define MSR_ULPT_STATUS        0x995u
+#define MSR_ULPT_FIRST         MSR_ULPT_CTL
+#define MSR_ULPT_LAST          MSR_ULPT_STATUS
+
+#define ULPT_CTL_EN            (1ull << 0)
+#define ULPT_STATUS_IN_HANDLER (1ull << 0)
+#define ULPT_STKADJ_MASK       0xffffull
+
+/* Table geometry (spec 4.1). */
+#define ULPT_VA_BITS           47
+#define ULPT_PAGE_SHIFT        12
+#define ULPT_LINE_SHIFT        7                      /* 128-byte lines */
+#define ULPT_LINES_PER_PAGE    32
+#define ULPT_LEAF_SHIFT        8                      /* 256 16-byte entries per leaf */
+#define ULPT_DIR_SHIFT         9                      /* 512 8-byte entries per directory */
+#define ULPT_ENTRY_SIZE        16
+#define ULPT_VIEW_SIZE         (1ULL << 39)   /* 16 bytes per page of 2^47 */
+
+/* Directory entries (spec 4.2). */
+#define ULPT_DIR_P             (1ull << 0)
+#define ULPT_DIR_ADDR_MASK     0x000ffffffffff000ull
+#define ULPT_DIR_RSVD_MASK     (~(ULPT_DIR_ADDR_MASK | ULPT_DIR_P))
+
+/* Leaf word 0, page rights (spec 4.3). The entry macros and the view size are also in the
+ * kernel's <asm/ulpt.h>: keep the definitions token-identical so both may be included. */
+#define ULPT_NR                (1ULL << 0)
+#define ULPT_NW                (1ULL << 1)
+#define ULPT_NX                (1ULL << 2)
+#define ULPT_PAGE_SW_MASK      0xff00000000000000ull  /* free for software */
+#define ULPT_PAGE_RSVD_MASK    (~(ULPT_PAGE_SW_MASK | ULPT_NR | ULPT_NW | ULPT_NX))
+/* Leaf word 1, line rights: bit 2i denies reads of line i, bit 2i+1 writes. */
+#define ULPT_LINE_NR(i)        (1ULL << (2 * (i)))
+#define ULPT_LINE_NW(i)        (1ULL << (2 * (i) + 1))
+#define ULPT_LINES_NR_ALL      0x5555555555555555ull
+#define ULPT_LINES_NW_ALL      0xaaaaaaaaaaaaaaaaull
+
+/* Access kinds (spec 6). */
+#define ULPT_KIND_R            1u
+#define ULPT_KIND_W            2u
+#define ULPT_KIND_X            4u
+
+/* Reasons (frame info bits 15:8). */
+#define ULPT_REASON_PAGE       1u
+#define ULPT_REASON_LINE       2u
+#define ULPT_REASON_MALFORMED  3u
+
+/* Delivery frame (spec 6): 8 words at the handler's RSP. */
+#define ULPT_FRAME_SIZE        64
+#define ULPT_FRAME_ADDR        0
+#define ULPT_FRAME_INFO        1
+#define ULPT_FRAME_ENTRY0      2
+#define ULPT_FRAME_ENTRY1      3
+#define ULPT_FRAME_RIP         4
+#define ULPT_FRAME_RFLAGS      5
+#define ULPT_FRAME_RSP         6
+#define ULPT_FRAME_START       7    /* first byte of the access (ADDR is its first denied byte) */
+#define ULPT_FRAME_WORDS       8
+
+#define ULPT_INFO_KIND(i)      ((unsigned)(i) & 7u)
+#define ULPT_INFO_PERMITTED(i) ((unsigned)((i) >> 4) & 7u)
+#define ULPT_INFO_REASON(i)    ((unsigned)((i) >> 8) & 0xffu)
+#define ULPT_INFO_SIZE(i)      ((unsigned)((i) >> 16) & 0xffffu)   /* bytes; 0 for a fetch */
+#define ULPT_INFO_PERMIT       (1ull << 32)
+
+/* #PF error code bit of an escalated violation (spec 6.1). */
+#define ULPT_PF_ERROR_BIT      (1u << 8)
+
+/* UIRET is encoded F3 0F 01 EC (written as .byte in assembly: older assemblers lack it). */
+#define ULPT_UIRET_BYTES       0xf3, 0x0f, 0x01, 0xec
+
+#endif /* ULPT_ARCH_H */

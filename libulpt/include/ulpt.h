@@ -1,0 +1,150 @@
+/*
+ * libulpt: User Level Page Tables for programs.
+ *
+ * A program denies read, write or execute rights on its own pages, and read or write rights
+ * on 128-byte lines within them; an access that breaks a denial calls the program's handler,
+ * a plain C function, in the faulting thread. Two backends give the same API:
+ *   ULPT      the ULPT CPU extension through the Linux arch_prctl API (docs/linux-api.md):
+ *             a rights change is one store, a fault reaches the handler without the kernel;
+ *   mprotect  any Linux: mprotect() and SIGSEGV, page granularity only.
+ *
+ * Every function returns 0 (or a value >= 0) on success and a negative errno on failure.
+ * See the manual pages in libulpt/man for each function.
+ *
+ * SPDX-License-Identifier: MIT
+ */
+#ifndef LIBULPT_ULPT_H
+#define LIBULPT_ULPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifndef ULPTINLINE
+#define ULPTINLINE static inline
+#endif
+
+#define ULPT_PAGE_SIZE  4096u
+#define ULPT_LINE_SIZE  128u
+
+/* Rights to deny, and the kind of a faulting access. */
+#define ULPT_DENY_R     1u      /* loads (and the read of a read-modify-write) */
+#define ULPT_DENY_W     2u      /* stores */
+#define ULPT_DENY_X     4u      /* instruction fetch (pages only) */
+#define ULPT_DENY_RW    (ULPT_DENY_R | ULPT_DENY_W)
+
+enum ulpt_backend {
+	ULPT_BACKEND_AUTO = 0,      /* ULPT if the CPU and kernel have it, else mprotect */
+	ULPT_BACKEND_ULPT = 1,
+	ULPT_BACKEND_MPROTECT = 2,
+};
+
+/* Why an access was denied. */
+enum ulpt_reason {
+	ULPT_REASON_PAGE_RIGHTS = 1,
+	ULPT_REASON_LINE_RIGHTS = 2,
+	ULPT_REASON_MALFORMED_ENTRY = 3,
+};
+
+/* What the handler decides. */
+enum ulpt_action {
+	ULPT_RETRY = 0,     /* the handler changed the rights: run the instruction again */
+	ULPT_PERMIT,        /* let the access through once; the rights stay as they are */
+	ULPT_SKIP,          /* do not run the instruction: continue at fault->next_ip */
+	ULPT_DEFAULT,       /* give up: the process gets the default SIGSEGV behaviour */
+};
+
+/* A fault, as the handler sees it. */
+struct ulpt_fault {
+	uintptr_t addr;     /* first denied byte */
+	uintptr_t start;    /* first byte of the access: it covers [start, start + size) */
+	size_t size;        /* bytes; 0 for a fetch, and on the mprotect backend (unknown) */
+	unsigned kind;      /* ULPT_DENY_R, _W or _X: the kind of access */
+	unsigned reason;    /* enum ulpt_reason */
+	uintptr_t ip;       /* the faulting instruction */
+	uint64_t entry[2];  /* ULPT: the table entry as read (page word, line word); mprotect:
+	                       { the page's denied rights, 0 } */
+	pid_t tid;          /* the faulting thread */
+	uintptr_t next_ip;  /* ULPT_SKIP: where to continue (the handler sets it) */
+};
+
+typedef enum ulpt_action (*ulpt_handler_t)(struct ulpt_fault *fault, void *arg);
+
+/* Handler flags. */
+#define ULPT_HANDLER_GPR_ONLY  1u   /* the handler was compiled with -mgeneral-regs-only: the
+                                       entry stub saves no vector state (cheaper) */
+
+int ulpt_init(enum ulpt_backend backend);
+int ulpt_fini(void);
+int ulpt_backend(void);
+const char *ulpt_backend_name(int backend);
+int ulpt_set_handler(ulpt_handler_t handler, void *arg, unsigned flags);
+int ulpt_protect(void *addr, size_t len, unsigned deny);
+int ulpt_protect_lines(void *addr, size_t len, unsigned deny);
+int ulpt_get(const void *addr, unsigned *page_deny, unsigned *line_deny);
+
+/* --- inline fast paths -------------------------------------------------------------------
+ * On the ULPT backend a page's entry is two words in the table view: word 0 the page rights,
+ * word 1 two bits per line (bit 2i: no read of line i, bit 2i+1: no write). These functions
+ * are one store or load there, and call the general functions otherwise. */
+struct ulpt_lib_state_ {
+	volatile uint64_t *view;    /* the table view, or NULL when the backend is not ULPT */
+	int backend;                /* enum ulpt_backend, 0 before ulpt_init */
+};
+extern struct ulpt_lib_state_ ulpt_lib_state_;
+
+#define ULPT_VA_LIMIT_  (1ull << 47)    /* the table covers addresses below this */
+
+ULPTINLINE volatile uint64_t *ulpt_entry_(const void *addr)
+{
+	return ulpt_lib_state_.view + ((uintptr_t)addr >> 12) * 2;
+}
+
+/* Sets the denied rights of the page that holds addr (any address in it). */
+ULPTINLINE int ulpt_page_deny(void *addr, unsigned deny)
+{
+	if (ulpt_lib_state_.view && (uintptr_t)addr < ULPT_VA_LIMIT_ && !(deny & ~7u)) {
+		ulpt_entry_(addr)[0] = deny;
+		return 0;
+	}
+	return ulpt_protect((void *)((uintptr_t)addr & ~(uintptr_t)(ULPT_PAGE_SIZE - 1)),
+			    ULPT_PAGE_SIZE, deny);
+}
+
+/* Sets the denied rights (ULPT_DENY_R, _W) of the 128-byte line that holds addr: a load and a
+ * store of the page's line word. Other threads that change lines of the same page at the same
+ * time must synchronise with the caller (a locked instruction on the view would do, but costs
+ * a stop-the-world step in the emulated CPU). */
+ULPTINLINE int ulpt_line_deny(void *addr, unsigned deny)
+{
+	if (ulpt_lib_state_.view && (uintptr_t)addr < ULPT_VA_LIMIT_ && !(deny & ~3u)) {
+		volatile uint64_t *w = &ulpt_entry_(addr)[1];
+		unsigned shift = 2 * (((uintptr_t)addr >> 7) & 31);
+
+		*w = (*w & ~(3ull << shift)) | (uint64_t)deny << shift;
+		return 0;
+	}
+	return ulpt_protect_lines((void *)((uintptr_t)addr & ~(uintptr_t)(ULPT_LINE_SIZE - 1)),
+				  ULPT_LINE_SIZE, deny);
+}
+
+/* The rights denied on the page that holds addr (page rights only), or a negative errno. */
+ULPTINLINE int ulpt_page_rights(const void *addr)
+{
+	unsigned page;
+	int r;
+
+	if (ulpt_lib_state_.view && (uintptr_t)addr < ULPT_VA_LIMIT_)
+		return (int)(ulpt_entry_(addr)[0] & 7u);
+	r = ulpt_get(addr, &page, NULL);
+	return r < 0 ? r : (int)page;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LIBULPT_ULPT_H */

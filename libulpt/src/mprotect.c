@@ -1,0 +1,216 @@
+/*
+ * The mprotect backend: page rights with mprotect(), faults through SIGSEGV.
+ *
+ * - Rights live in a radix table of one byte per page (mmap'ed, so the signal handler can read
+ *   it without locks and ulpt_protect may run inside a handler).
+ * - A page's protection is PROT_READ|PROT_WRITE minus its denials (x86 cannot deny reads and
+ *   allow writes: a page denied reads is PROT_NONE, and a write to it that is allowed by its
+ *   rights is let through without calling the handler). The backend is for data pages: it never
+ *   grants PROT_EXEC.
+ * - ULPT_PERMIT opens the page, single-steps the instruction (TF, then SIGTRAP) and closes it
+ *   again. Other threads can reach the page during that one instruction: a limit of mprotect.
+ * - Faults that are not on a protected page, or not of a denied kind, go to the SIGSEGV (or
+ *   SIGTRAP) handler the program had before ulpt_init.
+ *
+ * SPDX-License-Identifier: MIT
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+#include "internal.h"
+
+/* Page numbers below 2^35 (addresses below 2^47): 11 + 12 + 12 bits. */
+#define L1_BITS 11
+#define L2_BITS 12
+#define L3_BITS 12
+static unsigned char **table[1u << L1_BITS];
+
+static struct sigaction old_segv, old_trap;
+
+/* The pages opened for the instruction being single-stepped in this thread. */
+#define MAX_STEP 4
+static __thread uintptr_t step_page[MAX_STEP] __attribute__((tls_model("initial-exec")));
+static __thread int step_n __attribute__((tls_model("initial-exec")));
+static __thread int in_handler __attribute__((tls_model("initial-exec")));
+
+static void *zalloc(size_t n)
+{
+	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static unsigned char *slot(uintptr_t page_nr, int alloc)
+{
+	unsigned i1 = page_nr >> (L2_BITS + L3_BITS), i2 = (page_nr >> L3_BITS) & ((1u << L2_BITS) - 1);
+	unsigned char **l2 = __atomic_load_n(&table[i1], __ATOMIC_ACQUIRE), *l3;
+
+	if (!l2) {
+		if (!alloc || !(l2 = zalloc(sizeof(*l2) << L2_BITS)))
+			return NULL;
+		__atomic_store_n(&table[i1], l2, __ATOMIC_RELEASE);
+	}
+	l3 = __atomic_load_n(&l2[i2], __ATOMIC_ACQUIRE);
+	if (!l3) {
+		if (!alloc || !(l3 = zalloc(1u << L3_BITS)))
+			return NULL;
+		__atomic_store_n(&l2[i2], l3, __ATOMIC_RELEASE);
+	}
+	return &l3[page_nr & ((1u << L3_BITS) - 1)];
+}
+
+unsigned ulpt_mprotect_rights_(uintptr_t addr)
+{
+	unsigned char *s = slot(addr >> 12, 0);
+	return s ? __atomic_load_n(s, __ATOMIC_RELAXED) : 0;
+}
+
+static int prot_for(unsigned deny)
+{
+	if (deny & ULPT_DENY_R)
+		return PROT_NONE;
+	return (deny & ULPT_DENY_W) ? PROT_READ : PROT_READ | PROT_WRITE;
+}
+
+int ulpt_mprotect_protect_(void *addr, size_t len, unsigned deny)
+{
+	uintptr_t a = (uintptr_t)addr;
+
+	/* The table first, so that a fault racing with the change finds the new rights. */
+	for (uintptr_t p = a; p < a + len; p += ULPT_PAGE_SIZE) {
+		unsigned char *s = slot(p >> 12, 1);
+		if (!s)
+			return -ENOMEM;
+		__atomic_store_n(s, (unsigned char)deny, __ATOMIC_RELEASE);
+	}
+	if (mprotect(addr, len, prot_for(deny)) != 0)
+		return -errno;
+	return 0;
+}
+
+static void chain(const struct sigaction *old, int sig, siginfo_t *si, void *uc)
+{
+	if (old->sa_flags & SA_SIGINFO) {
+		old->sa_sigaction(sig, si, uc);
+	} else if (old->sa_handler == SIG_IGN || old->sa_handler == SIG_DFL) {
+		/* Let the fault happen again with the default action. */
+		signal(sig, SIG_DFL);
+	} else {
+		old->sa_handler(sig);
+	}
+}
+
+static void on_segv(int sig, siginfo_t *si, void *ucv)
+{
+	ucontext_t *uc = ucv;
+	greg_t *gr = uc->uc_mcontext.gregs;
+	uintptr_t addr = (uintptr_t)si->si_addr;
+	unsigned deny = si->si_code == SEGV_ACCERR && addr < ULPT_VA_LIMIT_ ? ulpt_mprotect_rights_(addr) : 0;
+	unsigned kind = (gr[REG_ERR] & 16) ? ULPT_DENY_X : (gr[REG_ERR] & 2) ? ULPT_DENY_W : ULPT_DENY_R;
+	ulpt_handler_t handler = __atomic_load_n(&ulpt_lib_.handler, __ATOMIC_ACQUIRE);
+	enum ulpt_action act;
+	int saved_errno = errno;
+
+	if (!deny) {
+		chain(&old_segv, sig, si, ucv);     /* not one of ours */
+		return;
+	}
+	if (!(deny & kind)) {
+		act = ULPT_PERMIT;                  /* allowed by its rights, denied by mprotect */
+	} else if (in_handler || !handler) {
+		ulpt_default_segv_();               /* a fault inside the handler, or no handler */
+		return;
+	} else {
+		struct ulpt_fault f = {
+			.addr = addr, .start = addr, .size = 0, .kind = kind,
+			.reason = ULPT_REASON_PAGE_RIGHTS, .ip = (uintptr_t)gr[REG_RIP],
+			.entry = { deny, 0 }, .tid = (pid_t)syscall(SYS_gettid),
+		};
+		in_handler = 1;
+		act = handler(&f, ulpt_lib_.handler_arg);
+		in_handler = 0;
+		if (act == ULPT_SKIP)
+			gr[REG_RIP] = (greg_t)f.next_ip;
+	}
+	if (act == ULPT_PERMIT) {
+		uintptr_t page = addr & ~(uintptr_t)(ULPT_PAGE_SIZE - 1);
+		if (step_n == MAX_STEP) {
+			ulpt_default_segv_();
+			return;
+		}
+		step_page[step_n++] = page;
+		mprotect((void *)page, ULPT_PAGE_SIZE, PROT_READ | PROT_WRITE);
+		gr[REG_EFL] |= 0x100;               /* TF: trap after this instruction */
+	} else if (act == ULPT_DEFAULT) {
+		ulpt_default_segv_();
+	}
+	errno = saved_errno;
+}
+
+static void on_trap(int sig, siginfo_t *si, void *ucv)
+{
+	ucontext_t *uc = ucv;
+	int saved_errno = errno;
+
+	if (!step_n) {
+		chain(&old_trap, sig, si, ucv);
+		return;
+	}
+	/* The permitted instruction is done: close its pages again with their current rights. */
+	while (step_n) {
+		uintptr_t page = step_page[--step_n];
+		mprotect((void *)page, ULPT_PAGE_SIZE, prot_for(ulpt_mprotect_rights_(page)));
+	}
+	uc->uc_mcontext.gregs[REG_EFL] &= ~0x100;
+	errno = saved_errno;
+}
+
+int ulpt_mprotect_init_(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_segv;
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGSEGV, &sa, &old_segv) != 0)
+		return -errno;
+	sa.sa_sigaction = on_trap;
+	if (sigaction(SIGTRAP, &sa, &old_trap) != 0) {
+		int e = -errno;
+		sigaction(SIGSEGV, &old_segv, NULL);
+		return e;
+	}
+	return 0;
+}
+
+int ulpt_mprotect_fini_(void)
+{
+	/* Lift every restriction, then give the signals back. */
+	for (unsigned i1 = 0; i1 < (1u << L1_BITS); i1++) {
+		unsigned char **l2 = table[i1];
+		if (!l2)
+			continue;
+		for (unsigned i2 = 0; i2 < (1u << L2_BITS); i2++) {
+			unsigned char *l3 = l2[i2];
+			if (!l3)
+				continue;
+			for (unsigned i3 = 0; i3 < (1u << L3_BITS); i3++) {
+				if (l3[i3]) {
+					uintptr_t page = ((((uintptr_t)i1 << L2_BITS | i2) << L3_BITS) | i3) << 12;
+					mprotect((void *)page, ULPT_PAGE_SIZE, PROT_READ | PROT_WRITE);
+				}
+			}
+			munmap(l3, 1u << L3_BITS);
+		}
+		munmap(l2, sizeof(*l2) << L2_BITS);
+		table[i1] = NULL;
+	}
+	sigaction(SIGSEGV, &old_segv, NULL);
+	sigaction(SIGTRAP, &old_trap, NULL);
+	return 0;
+}

@@ -1,0 +1,37 @@
+/*
+ * The part of the Linux ULPT API (docs/linux-api.md, <asm/prctl.h> and <asm/ulpt.h> of the
+ * patched kernel) that libulpt uses: its own copy, so the library builds against any kernel
+ * headers, as liburing carries the io_uring uapi.
+ *
+ * SPDX-License-Identifier: MIT
+ */
+#ifndef LIBULPT_UAPI_H
+#define LIBULPT_UAPI_H
+
+#include <stdint.h>
+
+#define ARCH_ULPT_ENABLE        0x6001
+#define ARCH_ULPT_DISABLE       0x6002
+#define ARCH_ULPT_SET_HANDLER   0x6003
+#define ARCH_ULPT_GET_STATE     0x6004
+
+struct ulpt_enable_arg {
+	uint64_t flags;
+	uint64_t view;
+	uint64_t view_size;
+};
+
+struct ulpt_state_arg {
+	uint64_t flags;
+	uint64_t view;
+	uint64_t view_size;
+	uint64_t handler;
+	uint64_t stack_adjust;
+	uint64_t table_bytes;
+};
+
+#ifndef SEGV_ULPTERR
+#define SEGV_ULPTERR 11
+#endif
+
+#endif

@@ -1,0 +1,253 @@
+/*
+ * libulpt: the API of <ulpt.h>, the ULPT backend and the handler dispatch.
+ * The mprotect backend is in mprotect.c, the entry stubs in entry.S.
+ *
+ * SPDX-License-Identifier: MIT
+ */
+#define _GNU_SOURCE
+#include <cpuid.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <ulpt/arch.h>
+#include "ulpt.h"
+#include "internal.h"
+#include "uapi.h"
+
+struct ulpt_lib_state_ ulpt_lib_state_;
+uint64_t ulpt_xsave_size_ __attribute__((visibility("hidden")));
+
+struct ulpt_lib ulpt_lib_ = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+void ulpt_entry_gpr_(void);
+void ulpt_entry_xsave_(void);
+
+static long arch_prctl(int op, unsigned long arg)
+{
+	return syscall(SYS_arch_prctl, op, arg);
+}
+
+const char *ulpt_backend_name(int backend)
+{
+	switch (backend) {
+	case ULPT_BACKEND_ULPT: return "ulpt";
+	case ULPT_BACKEND_MPROTECT: return "mprotect";
+	case ULPT_BACKEND_AUTO: return "auto";
+	default: return NULL;
+	}
+}
+
+int ulpt_backend(void)
+{
+	return ulpt_lib_state_.backend ? ulpt_lib_state_.backend : -EINVAL;
+}
+
+/* ULPT_BACKEND=ulpt|mprotect in the environment overrides ULPT_BACKEND_AUTO. */
+static int backend_from_env(void)
+{
+	const char *e = getenv("ULPT_BACKEND");
+
+	if (!e || !*e || !strcmp(e, "auto"))
+		return ULPT_BACKEND_AUTO;
+	if (!strcmp(e, "ulpt"))
+		return ULPT_BACKEND_ULPT;
+	if (!strcmp(e, "mprotect"))
+		return ULPT_BACKEND_MPROTECT;
+	return -EINVAL;
+}
+
+static int ulpt_open(void)
+{
+	struct ulpt_enable_arg en = { 0 };
+	unsigned a, b, c, d;
+
+	/* No ULPT CPU, or a kernel without the API (a stock kernel says EINVAL): ENODEV. */
+	if (!__get_cpuid_count(ULPT_CPUID_LEAF, ULPT_CPUID_SUBLEAF, &a, &b, &c, &d) ||
+	    !((d >> ULPT_CPUID_EDX_BIT) & 1))
+		return -ENODEV;
+	if (arch_prctl(ARCH_ULPT_ENABLE, (unsigned long)&en) != 0)
+		return errno == EINVAL ? -ENODEV : -errno;
+	ulpt_lib_.view_size = en.view_size;
+	/* The XSAVE area for every feature the kernel enabled (CPUID.(0xD,0).EBX). */
+	if (__get_cpuid_count(0xd, 0, &a, &b, &c, &d) && b >= 576)
+		ulpt_xsave_size_ = b;
+	else
+		ulpt_xsave_size_ = 4096;
+	ulpt_lib_state_.view = (volatile uint64_t *)(uintptr_t)en.view;
+	return 0;
+}
+
+int ulpt_init(enum ulpt_backend backend)
+{
+	int r = 0;
+
+	if (backend != ULPT_BACKEND_AUTO && backend != ULPT_BACKEND_ULPT &&
+	    backend != ULPT_BACKEND_MPROTECT)
+		return -EINVAL;
+	pthread_mutex_lock(&ulpt_lib_.lock);
+	if (ulpt_lib_state_.backend) {
+		r = -EBUSY;
+		goto out;
+	}
+	if (backend == ULPT_BACKEND_AUTO) {
+		backend = backend_from_env();
+		if ((int)backend < 0) {
+			r = -EINVAL;
+			goto out;
+		}
+	}
+	if (backend == ULPT_BACKEND_ULPT || backend == ULPT_BACKEND_AUTO) {
+		r = ulpt_open();
+		if (r == 0) {
+			ulpt_lib_state_.backend = ULPT_BACKEND_ULPT;
+			goto out;
+		}
+		if (backend == ULPT_BACKEND_ULPT)
+			goto out;       /* asked for ULPT: ENODEV without the CPU or the kernel */
+	}
+	r = ulpt_mprotect_init_();
+	if (r == 0)
+		ulpt_lib_state_.backend = ULPT_BACKEND_MPROTECT;
+out:
+	pthread_mutex_unlock(&ulpt_lib_.lock);
+	return r;
+}
+
+int ulpt_fini(void)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&ulpt_lib_.lock);
+	switch (ulpt_lib_state_.backend) {
+	case ULPT_BACKEND_ULPT:
+		if (arch_prctl(ARCH_ULPT_DISABLE, 0) != 0)
+			r = -errno;
+		ulpt_lib_state_.view = NULL;
+		break;
+	case ULPT_BACKEND_MPROTECT:
+		r = ulpt_mprotect_fini_();
+		break;
+	default:
+		r = -EINVAL;
+		goto out;
+	}
+	ulpt_lib_state_.backend = 0;
+	ulpt_lib_.handler = NULL;
+out:
+	pthread_mutex_unlock(&ulpt_lib_.lock);
+	return r;
+}
+
+int ulpt_set_handler(ulpt_handler_t handler, void *arg, unsigned flags)
+{
+	void (*entry)(void);
+
+	if (!ulpt_lib_state_.backend)
+		return -EINVAL;
+	if (!handler || (flags & ~ULPT_HANDLER_GPR_ONLY))
+		return -EINVAL;
+	ulpt_lib_.handler_arg = arg;
+	__atomic_store_n(&ulpt_lib_.handler, handler, __ATOMIC_RELEASE);
+	if (ulpt_lib_state_.backend != ULPT_BACKEND_ULPT)
+		return 0;
+	/* The handler register is per thread: threads created later inherit it (docs/linux-api.md);
+	   threads that exist already call ulpt_set_handler themselves. */
+	entry = (flags & ULPT_HANDLER_GPR_ONLY) ? ulpt_entry_gpr_ : ulpt_entry_xsave_;
+	if (arch_prctl(ARCH_ULPT_SET_HANDLER, (unsigned long)entry) != 0)
+		return -errno;
+	return 0;
+}
+
+/* Arguments common to ulpt_protect and ulpt_protect_lines. */
+static int check_range(const void *addr, size_t len, size_t align)
+{
+	uintptr_t a = (uintptr_t)addr;
+
+	if (!ulpt_lib_state_.backend)
+		return -EINVAL;
+	if ((a | len) & (align - 1) || len == 0)
+		return -EINVAL;
+	if (a + len < a || a + len > ULPT_VA_LIMIT_)
+		return -EINVAL;     /* wraps, or beyond the addresses the table covers */
+	return 0;
+}
+
+int ulpt_protect(void *addr, size_t len, unsigned deny)
+{
+	int r = check_range(addr, len, ULPT_PAGE_SIZE);
+
+	if (r)
+		return r;
+	if (deny & ~(ULPT_DENY_R | ULPT_DENY_W | ULPT_DENY_X))
+		return -EINVAL;
+	if (ulpt_lib_state_.backend == ULPT_BACKEND_MPROTECT)
+		return ulpt_mprotect_protect_(addr, len, deny);
+	for (uintptr_t p = (uintptr_t)addr; p < (uintptr_t)addr + len; p += ULPT_PAGE_SIZE)
+		ulpt_entry_((void *)p)[0] = deny;
+	return 0;
+}
+
+int ulpt_protect_lines(void *addr, size_t len, unsigned deny)
+{
+	int r = check_range(addr, len, ULPT_LINE_SIZE);
+
+	if (r)
+		return r;
+	if (deny & ~(ULPT_DENY_R | ULPT_DENY_W))
+		return -EINVAL;     /* lines have no execute right */
+	if (ulpt_lib_state_.backend != ULPT_BACKEND_ULPT)
+		return -EOPNOTSUPP; /* the mprotect backend has pages only */
+	for (uintptr_t p = (uintptr_t)addr; p < (uintptr_t)addr + len;) {
+		/* Whole lines of one page with one read-modify-write of its line word. */
+		uintptr_t end = (p | (ULPT_PAGE_SIZE - 1)) + 1;
+		unsigned first = (p >> 7) & 31, last;
+		uint64_t mask = 0, set = 0;
+
+		if (end > (uintptr_t)addr + len)
+			end = (uintptr_t)addr + len;
+		last = ((end - 1) >> 7) & 31;
+		for (unsigned i = first; i <= last; i++) {
+			mask |= 3ull << (2 * i);
+			set |= (uint64_t)deny << (2 * i);
+		}
+		/* One load and one store: see ulpt_line_deny in ulpt.h about concurrent changes. */
+		volatile uint64_t *w = &ulpt_entry_((void *)p)[1];
+		*w = (*w & ~mask) | set;
+		p = end;
+	}
+	return 0;
+}
+
+int ulpt_get(const void *addr, unsigned *page_deny, unsigned *line_deny)
+{
+	uintptr_t a = (uintptr_t)addr;
+
+	if (!ulpt_lib_state_.backend)
+		return -EINVAL;
+	if (a >= ULPT_VA_LIMIT_)
+		return -EINVAL;
+	if (ulpt_lib_state_.backend == ULPT_BACKEND_MPROTECT) {
+		if (page_deny)
+			*page_deny = ulpt_mprotect_rights_(a);
+		if (line_deny)
+			*line_deny = 0;
+		return 0;
+	}
+	if (page_deny)
+		*page_deny = (unsigned)(ulpt_entry_(addr)[0] & 7);
+	if (line_deny)
+		*line_deny = (unsigned)(ulpt_entry_(addr)[1] >> (2 * ((a >> 7) & 31))) & 3;
+	return 0;
+}
+
+/* The default SIGSEGV behaviour, from a handler that gives up. */
+void ulpt_default_segv_(void)
+{
+	signal(SIGSEGV, SIG_DFL);
+	raise(SIGSEGV);
+	_exit(128 + SIGSEGV);          /* SIGSEGV blocked: the default action all the same */
+}
+

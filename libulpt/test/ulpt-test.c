@@ -1,0 +1,450 @@
+/*
+ * libulpt test suite: one function per behaviour, listed in tests[] (as in the kernel's
+ * protection_keys selftest), run on one backend:
+ *   ulpt-test ulpt|mprotect [TEST]    TAP on stdout; "ulpt" on a CPU without ULPT checks that
+ *                                     the backend reports itself unavailable
+ * Each test runs in a forked child, so a crash fails that test only.
+ *
+ * SPDX-License-Identifier: MIT
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <ulpt.h>
+
+static int backend;                     /* the backend under test */
+static const char *self;
+
+#define CHECK(cond, ...) do { if (!(cond)) { fprintf(stderr, "# %s:%d: ", __func__, __LINE__); \
+	fprintf(stderr, __VA_ARGS__); fprintf(stderr, "\n"); return 1; } } while (0)
+
+static void *pages(int n)
+{
+	void *p = mmap(NULL, n * ULPT_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		abort();
+	memset(p, 0, n * ULPT_PAGE_SIZE);
+	return p;
+}
+
+/* --- handlers --------------------------------------------------------------------------- */
+static volatile int h_count;
+static struct ulpt_fault h_last;
+static enum ulpt_action h_action;
+static volatile uint64_t h_skip;        /* ULPT_SKIP: bytes to skip */
+
+static enum ulpt_action record(struct ulpt_fault *f, void *arg)
+{
+	(void)arg;
+	h_count++;
+	h_last = *f;
+	switch (h_action) {
+	case ULPT_RETRY:
+		ulpt_protect((void *)(f->addr & ~(uintptr_t)4095), ULPT_PAGE_SIZE, 0);
+		ulpt_protect_lines((void *)(f->addr & ~(uintptr_t)127), ULPT_LINE_SIZE, 0);
+		break;
+	case ULPT_SKIP:
+		f->next_ip = f->ip + h_skip;
+		break;
+	default:
+		break;
+	}
+	return h_action;
+}
+
+static int setup(enum ulpt_action action)
+{
+	int r = ulpt_init(backend);
+	if (r)
+		return r;
+	h_count = 0;
+	h_action = action;
+	return ulpt_set_handler(record, NULL, 0);
+}
+
+/* A store whose length is known, for ULPT_SKIP. */
+extern const char skip_insn[], skip_end[];
+static void store_known(volatile uint64_t *p)
+{
+	asm volatile("skip_insn: movq $0x77, (%0)\nskip_end:" :: "r"(p) : "memory");
+}
+
+/* --- tests ------------------------------------------------------------------------------ */
+static int t_bad_arguments(void)
+{
+	char *p = pages(2);
+
+	CHECK(ulpt_protect(p, ULPT_PAGE_SIZE, ULPT_DENY_W) == -EINVAL, "use before init");
+	CHECK(ulpt_set_handler(record, NULL, 0) == -EINVAL, "handler before init");
+	CHECK(ulpt_backend() == -EINVAL, "backend before init");
+	CHECK(ulpt_init(7) == -EINVAL, "bad backend value");
+	CHECK(ulpt_init(backend) == 0, "init");
+	CHECK(ulpt_init(backend) == -EBUSY, "init twice");
+	CHECK(ulpt_backend() == backend, "backend reported");
+	CHECK(ulpt_set_handler(NULL, NULL, 0) == -EINVAL, "NULL handler");
+	CHECK(ulpt_set_handler(record, NULL, 0x80) == -EINVAL, "unknown handler flag");
+	CHECK(ulpt_protect(p + 1, ULPT_PAGE_SIZE, ULPT_DENY_W) == -EINVAL, "unaligned address");
+	CHECK(ulpt_protect(p, 100, ULPT_DENY_W) == -EINVAL, "unaligned length");
+	CHECK(ulpt_protect(p, 0, ULPT_DENY_W) == -EINVAL, "empty range");
+	CHECK(ulpt_protect((void *)-4096ul, 8192, ULPT_DENY_W) == -EINVAL, "wrapping range");
+	CHECK(ulpt_protect((void *)(1ul << 47), 4096, ULPT_DENY_W) == -EINVAL, "beyond the table");
+	CHECK(ulpt_protect(p, ULPT_PAGE_SIZE, 8) == -EINVAL, "unknown right");
+	CHECK(ulpt_protect_lines(p + 64, 128, ULPT_DENY_W) == -EINVAL, "unaligned line");
+	CHECK(ulpt_protect_lines(p, 128, ULPT_DENY_X) == -EINVAL, "execute right on a line");
+	CHECK(ulpt_get((void *)(1ul << 47), NULL, NULL) == -EINVAL, "get beyond the table");
+	if (backend == ULPT_BACKEND_MPROTECT)
+		CHECK(ulpt_protect_lines(p, 128, ULPT_DENY_W) == -EOPNOTSUPP, "lines on mprotect");
+	CHECK(ulpt_backend_name(backend) && !ulpt_backend_name(9), "backend names");
+	CHECK(ulpt_fini() == 0 && ulpt_fini() == -EINVAL, "fini, twice");
+	return 0;
+}
+
+static int t_page_rights(void)
+{
+	volatile uint64_t *p = pages(1);
+	unsigned page, line;
+
+	CHECK(setup(ULPT_RETRY) == 0, "setup");
+	CHECK(ulpt_protect((void *)p, ULPT_PAGE_SIZE, ULPT_DENY_W) == 0, "protect");
+	CHECK(ulpt_get((void *)p, &page, &line) == 0 && page == ULPT_DENY_W && line == 0, "get");
+	CHECK(ulpt_page_rights((void *)p) == (int)ULPT_DENY_W, "inline get");
+	(void)p[3];
+	CHECK(h_count == 0, "a read of a write-denied page is allowed (%d)", h_count);
+	p[3] = 5;
+	CHECK(h_count == 1 && p[3] == 5, "the write faulted once, the handler lifted it (%d)", h_count);
+	CHECK(h_last.kind == ULPT_DENY_W && h_last.addr == (uintptr_t)&p[3] && h_last.tid == gettid(),
+	      "fault record: kind %u addr %#lx tid %d", h_last.kind, (unsigned long)h_last.addr, h_last.tid);
+	CHECK(ulpt_page_rights((void *)p) == 0, "restored");
+	CHECK(ulpt_page_deny((void *)p, ULPT_DENY_R) == 0 && ulpt_page_rights((void *)p) == (int)ULPT_DENY_R, "inline set");
+	(void)p[0];
+	CHECK(h_count == 2 && h_last.kind == ULPT_DENY_R, "read denied (%d, kind %u)", h_count, h_last.kind);
+	return 0;
+}
+
+static int t_line_rights(void)
+{
+	volatile uint64_t *p = pages(1);
+	unsigned line;
+
+	CHECK(setup(ULPT_RETRY) == 0, "setup");
+	if (backend != ULPT_BACKEND_ULPT) {
+		CHECK(ulpt_protect_lines((void *)p, 128, ULPT_DENY_W) == -EOPNOTSUPP, "lines need ULPT");
+		return 0;
+	}
+	CHECK(ulpt_protect_lines((void *)(p + 32), 256, ULPT_DENY_W) == 0, "protect lines 2-3");
+	CHECK(ulpt_get((void *)(p + 32), NULL, &line) == 0 && line == ULPT_DENY_W, "get line");
+	p[0] = 1;
+	p[31] = 1;
+	p[64] = 1;
+	CHECK(h_count == 0, "writes to lines 0, 1 and 4 allowed (%d)", h_count);
+	p[50] = 1;
+	CHECK(h_count == 1 && h_last.addr == (uintptr_t)&p[50] && h_last.reason == ULPT_REASON_LINE_RIGHTS &&
+	      h_last.size == 8 && h_last.start == (uintptr_t)&p[50], "line 3 write delivered with start and size");
+	CHECK(ulpt_line_deny((void *)(p + 16), ULPT_DENY_R) == 0, "inline line deny");
+	(void)p[17];
+	CHECK(h_count == 2 && h_last.kind == ULPT_DENY_R, "line 1 read denied");
+	return 0;
+}
+
+static int t_retry(void)
+{
+	volatile uint64_t *p = pages(1);
+
+	CHECK(setup(ULPT_RETRY) == 0 && ulpt_protect((void *)p, 4096, ULPT_DENY_W) == 0, "setup");
+	for (int i = 0; i < 3; i++)
+		p[i] = i + 1;
+	CHECK(h_count == 1 && p[2] == 3, "RETRY: one fault, then the lifted rights hold (%d)", h_count);
+	return 0;
+}
+
+static int t_permit(void)
+{
+	volatile uint64_t *p = pages(1);
+
+	CHECK(setup(ULPT_PERMIT) == 0 && ulpt_protect((void *)p, 4096, ULPT_DENY_W) == 0, "setup");
+	for (int i = 0; i < 3; i++)
+		p[i] = i + 1;
+	CHECK(h_count == 3 && p[0] == 1 && p[2] == 3, "PERMIT: every write faults once and completes (%d)", h_count);
+	CHECK(ulpt_page_rights((void *)p) == (int)ULPT_DENY_W, "PERMIT: the rights stay");
+	return 0;
+}
+
+static int t_skip(void)
+{
+	volatile uint64_t *p = pages(1);
+
+	CHECK(setup(ULPT_SKIP) == 0 && ulpt_protect((void *)p, 4096, ULPT_DENY_W) == 0, "setup");
+	h_skip = skip_end - skip_insn;
+	store_known(p);
+	CHECK(h_count == 1 && p[0] == 0 && h_last.ip == (uintptr_t)skip_insn,
+	      "SKIP: the store did not happen and execution went on (%d, %#lx)", h_count, (unsigned long)p[0]);
+	return 0;
+}
+
+static int child_status(void (*fn)(void))
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		fn();
+		_exit(0);
+	}
+	waitpid(pid, &status, 0);
+	return status;
+}
+
+static void default_child(void)
+{
+	volatile uint64_t *p = pages(1);
+	if (setup(ULPT_DEFAULT) || ulpt_protect((void *)p, 4096, ULPT_DENY_W))
+		_exit(2);
+	p[0] = 1;
+}
+
+static int t_default(void)
+{
+	int st = child_status(default_child);
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV, "DEFAULT: the process dies of SIGSEGV (status %#x)", st);
+	return 0;
+}
+
+static int t_range(void)
+{
+	volatile char *p = pages(3);
+
+	CHECK(setup(ULPT_PERMIT) == 0 && ulpt_protect((void *)p, 3 * 4096, ULPT_DENY_W) == 0, "setup");
+	p[0] = 1;
+	p[4096 + 100] = 1;
+	p[2 * 4096 + 4095] = 1;
+	CHECK(h_count == 3, "a range of three pages: each page faults (%d)", h_count);
+	CHECK(ulpt_protect((void *)(p + 4096), 4096, 0) == 0, "lift the middle page");
+	p[4096] = 2;
+	CHECK(h_count == 3, "the middle page is free, the others not (%d)", h_count);
+	return 0;
+}
+
+/* A handler that uses SSE/AVX: memcpy of 4 KiB and printf of a double. */
+static char big_src[4096], big_dst[4096];
+static enum ulpt_action vector_handler(struct ulpt_fault *f, void *arg)
+{
+	char buf[64];
+	(void)f; (void)arg;
+	h_count++;
+	memset(big_src, h_count, sizeof(big_src));
+	memcpy(big_dst, big_src, sizeof(big_dst));
+	snprintf(buf, sizeof(buf), "%f", 3.25 * h_count);
+	return ULPT_PERMIT;
+}
+
+static int t_vector_state(void)
+{
+	volatile uint64_t *p = pages(1);
+	uint64_t before[16][2], after[16][2];
+
+	CHECK(ulpt_init(backend) == 0 && ulpt_set_handler(vector_handler, NULL, 0) == 0, "setup");
+	CHECK(ulpt_protect((void *)p, 4096, ULPT_DENY_W) == 0, "protect");
+	for (int i = 0; i < 16; i++)
+		before[i][0] = 0x1111111111111111ull * (i + 1), before[i][1] = ~before[i][0];
+	h_count = 0;
+	/* Load xmm0-15, fault (the handler runs memcpy and printf), store them back. */
+	asm volatile(
+		"movdqu 0(%0), %%xmm0\n movdqu 16(%0), %%xmm1\n movdqu 32(%0), %%xmm2\n movdqu 48(%0), %%xmm3\n"
+		"movdqu 64(%0), %%xmm4\n movdqu 80(%0), %%xmm5\n movdqu 96(%0), %%xmm6\n movdqu 112(%0), %%xmm7\n"
+		"movdqu 128(%0), %%xmm8\n movdqu 144(%0), %%xmm9\n movdqu 160(%0), %%xmm10\n movdqu 176(%0), %%xmm11\n"
+		"movdqu 192(%0), %%xmm12\n movdqu 208(%0), %%xmm13\n movdqu 224(%0), %%xmm14\n movdqu 240(%0), %%xmm15\n"
+		"movq $1, (%2)\n"
+		"movdqu %%xmm0, 0(%1)\n movdqu %%xmm1, 16(%1)\n movdqu %%xmm2, 32(%1)\n movdqu %%xmm3, 48(%1)\n"
+		"movdqu %%xmm4, 64(%1)\n movdqu %%xmm5, 80(%1)\n movdqu %%xmm6, 96(%1)\n movdqu %%xmm7, 112(%1)\n"
+		"movdqu %%xmm8, 128(%1)\n movdqu %%xmm9, 144(%1)\n movdqu %%xmm10, 160(%1)\n movdqu %%xmm11, 176(%1)\n"
+		"movdqu %%xmm12, 192(%1)\n movdqu %%xmm13, 208(%1)\n movdqu %%xmm14, 224(%1)\n movdqu %%xmm15, 240(%1)\n"
+		:: "r"(before), "r"(after), "r"(p)
+		: "memory", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",
+		  "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
+	CHECK(h_count == 1 && big_dst[4095] == 1, "the handler ran memcpy and printf (%d)", h_count);
+	CHECK(memcmp(before, after, sizeof(before)) == 0, "xmm0-15 of the interrupted code are intact");
+	return 0;
+}
+
+/* Threads: each faults on its own page; the handler runs in the faulting thread. */
+static volatile int tid_ok[4];
+static enum ulpt_action thread_handler(struct ulpt_fault *f, void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 4; i++)
+		if (tid_ok[i] == -f->tid)
+			tid_ok[i] = f->tid == gettid();
+	return ULPT_PERMIT;
+}
+
+static void *thread_body(void *v)
+{
+	int i = (int)(intptr_t)v;
+	volatile uint64_t *p = (volatile uint64_t *)((char *)h_last.start + i * 4096);
+
+	tid_ok[i] = -gettid();
+	p[0] = 1;
+	return NULL;
+}
+
+static int t_threads(void)
+{
+	pthread_t th[4];
+	char *p = pages(4);
+
+	CHECK(ulpt_init(backend) == 0 && ulpt_set_handler(thread_handler, NULL, 0) == 0, "setup");
+	CHECK(ulpt_protect(p, 4 * 4096, ULPT_DENY_W) == 0, "protect");
+	h_last.start = (uintptr_t)p;
+	for (int i = 0; i < 4; i++)
+		pthread_create(&th[i], NULL, thread_body, (void *)(intptr_t)i);
+	for (int i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	CHECK(tid_ok[0] == 1 && tid_ok[1] == 1 && tid_ok[2] == 1 && tid_ok[3] == 1,
+	      "each thread's fault reached the handler on that thread (%d %d %d %d)",
+	      tid_ok[0], tid_ok[1], tid_ok[2], tid_ok[3]);
+	return 0;
+}
+
+static volatile uint64_t *fork_page;
+static void fork_child(void)
+{
+	fork_page[0] = 9;                   /* inherited rights and handler */
+	_exit(h_count == 1 && fork_page[0] == 9 ? 0 : 3);
+}
+
+static int t_fork_exec(void)
+{
+	int st;
+
+	fork_page = pages(1);
+	CHECK(setup(ULPT_PERMIT) == 0 && ulpt_protect((void *)fork_page, 4096, ULPT_DENY_W) == 0, "setup");
+	st = child_status(fork_child);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "fork: the child keeps the rights and the handler (%#x)", st);
+	CHECK(h_count == 0, "fork: the child's fault did not reach the parent");
+	pid_t pid = fork();
+	if (pid == 0) {
+		execl(self, self, "exec-check", (char *)NULL);
+		_exit(127);
+	}
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exec: the new program starts uninitialised and can init (%#x)", st);
+	return 0;
+}
+
+static volatile uint64_t *denied_read;
+static enum ulpt_action faulting_handler(struct ulpt_fault *f, void *arg)
+{
+	(void)f; (void)arg;
+	(void)*denied_read;                 /* a violation inside the handler */
+	return ULPT_PERMIT;
+}
+
+static void faulting_handler_child(void)
+{
+	volatile uint64_t *p = pages(1);
+
+	denied_read = pages(1);
+	if (ulpt_init(backend) || ulpt_set_handler(faulting_handler, NULL, 0) ||
+	    ulpt_protect((void *)p, 4096, ULPT_DENY_W) || ulpt_protect((void *)denied_read, 4096, ULPT_DENY_R))
+		_exit(2);
+	p[0] = 1;
+}
+
+static int t_handler_faults(void)
+{
+	int st = child_status(faulting_handler_child);
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV,
+	      "a fault inside the handler ends the process with SIGSEGV (status %#x)", st);
+	return 0;
+}
+
+static int t_env_override(void)
+{
+	int st;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		setenv("ULPT_BACKEND", "mprotect", 1);
+		_exit(ulpt_init(ULPT_BACKEND_AUTO) == 0 && ulpt_backend() == ULPT_BACKEND_MPROTECT ? 0 : 1);
+	}
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "ULPT_BACKEND=mprotect selects mprotect under AUTO");
+	pid = fork();
+	if (pid == 0) {
+		setenv("ULPT_BACKEND", "bogus", 1);
+		_exit(ulpt_init(ULPT_BACKEND_AUTO) == -EINVAL ? 0 : 1);
+	}
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "ULPT_BACKEND=bogus is EINVAL");
+	return 0;
+}
+
+static const struct test {
+	const char *name;
+	int (*fn)(void);
+	const char *what;
+} tests[] = {
+	{ "bad_arguments", t_bad_arguments, "every bad argument is a negative errno" },
+	{ "page_rights", t_page_rights, "page rights: deny, fault record, restore, inline get/set" },
+	{ "line_rights", t_line_rights, "line rights (ULPT; EOPNOTSUPP on mprotect)" },
+	{ "retry", t_retry, "ULPT_RETRY after the handler lifts the rights" },
+	{ "permit", t_permit, "ULPT_PERMIT lets each access through once" },
+	{ "skip", t_skip, "ULPT_SKIP continues at next_ip" },
+	{ "default", t_default, "ULPT_DEFAULT gives the default SIGSEGV" },
+	{ "range", t_range, "a range across pages" },
+	{ "vector_state", t_vector_state, "a handler using SSE (memcpy, printf) leaves xmm0-15 intact" },
+	{ "threads", t_threads, "faults in four threads reach the handler on their own thread" },
+	{ "fork_exec", t_fork_exec, "fork keeps rights and handler; exec starts clean" },
+	{ "handler_faults", t_handler_faults, "a handler that itself faults" },
+	{ "env_override", t_env_override, "ULPT_BACKEND overrides the automatic choice" },
+};
+
+int main(int argc, char **argv)
+{
+	int n = sizeof(tests) / sizeof(tests[0]), failed = 0, ran = 0;
+
+	self = argv[0];
+	if (argc > 1 && !strcmp(argv[1], "exec-check"))
+		return !(ulpt_backend() == -EINVAL && ulpt_init(ULPT_BACKEND_AUTO) == 0 && ulpt_fini() == 0);
+	if (argc < 2 || (strcmp(argv[1], "ulpt") && strcmp(argv[1], "mprotect"))) {
+		fprintf(stderr, "usage: ulpt-test ulpt|mprotect [TEST]\n");
+		return 2;
+	}
+	backend = !strcmp(argv[1], "ulpt") ? ULPT_BACKEND_ULPT : ULPT_BACKEND_MPROTECT;
+	setvbuf(stdout, NULL, _IONBF, 0);
+	if (backend == ULPT_BACKEND_ULPT) {
+		int r = ulpt_init(ULPT_BACKEND_ULPT);
+		if (r == -ENODEV) {
+			printf("1..1\nok 1 - %s: the ULPT backend reports itself unavailable (ENODEV)\n", argv[1]);
+			return 0;
+		}
+		if (r != 0) {
+			printf("1..1\nnot ok 1 - ulpt_init(ULPT): %s\n", strerror(-r));
+			return 1;
+		}
+		ulpt_fini();
+	}
+	printf("1..%d\n", argc > 2 ? 1 : n);
+	for (int i = 0; i < n; i++) {
+		int st;
+		if (argc > 2 && strcmp(argv[2], tests[i].name))
+			continue;
+		pid_t pid = fork();
+		if (pid == 0)
+			_exit(tests[i].fn());
+		waitpid(pid, &st, 0);
+		int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+		printf("%sok %d - %s: %s: %s%s\n", ok ? "" : "not ", ++ran, argv[1], tests[i].name, tests[i].what,
+		       ok ? "" : WIFSIGNALED(st) ? " (killed by a signal)" : "");
+		failed += !ok;
+	}
+	return failed != 0;
+}

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# libulpt's suite (libulpt/test/ulpt-test.c) on every backend where it runs: the mprotect
+# backend on the host; both backends in the guest on -cpu ulpt; on -cpu max the mprotect backend,
+# and the ULPT backend reports itself unavailable. Then the example on the host and the guest,
+# and pkg-config against an installed copy.
+set -o pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+run=$top/scripts/ulpt-run
+t=$top/build/libulpt/test/ulpt-test
+ex=$top/build/examples/watch-write
+{
+  rc=0
+  "$t" mprotect | sed 's/ - / - host: /' || rc=1
+  "$run" --no-share --smp 2 -- sh -c "'$t' ulpt; a=\$?; '$t' mprotect; exit \$((a | \$?))" |
+    sed 's/ - / - guest ulpt: /' || rc=1
+  "$run" --no-share --cpu max -- sh -c "'$t' ulpt; a=\$?; '$t' mprotect; exit \$((a | \$?))" |
+    sed 's/ - / - guest max: /' || rc=1
+  exit $rc
+} | awk '/^1\.\.[0-9]+$/ { next } { print }' > /tmp/.libulpt-suite.$$
+rc=$?
+n=$(grep -c '^\(not \)\{0,1\}ok' /tmp/.libulpt-suite.$$)
+echo "1..$((n + 4))"
+awk '{ if (sub(/^ok [0-9]+ /, "ok " ++i " ") || sub(/^not ok [0-9]+ /, "not ok " ++i " ")) print; else print }' /tmp/.libulpt-suite.$$
+rm -f /tmp/.libulpt-suite.$$
+i=$n
+ok() { i=$((i + 1)); if [ "$1" = 0 ]; then echo "ok $i - $2"; else echo "not ok $i - $2"; fi; }
+
+out=$("$ex" 2>&1)
+ok $([[ "$out" == *"backend: mprotect"*"buffer + 100"*"buffer[100] = 'x'"* ]]; echo $?) "example on the host: caught the write, let it through"
+out=$("$run" --no-share -- "$ex" 2>&1)
+ok $([[ "$out" == *"backend: ulpt"*"write of 1 bytes"*"buffer + 100"*"buffer[100] = 'x'"* ]]; echo $?) "example in the guest on the ULPT backend"
+inst=$(mktemp -d "$top/build/inst.XXXXXX")
+make -s -C "$top" install PREFIX="$inst" >/dev/null 2>&1
+flags=$(PKG_CONFIG_PATH=$inst/lib/pkgconfig pkg-config --cflags --libs libulpt 2>&1)
+ok $([[ "$flags" == "-I$inst/include -L$inst/lib -lulpt"* ]]; echo $?) "pkg-config --cflags --libs libulpt after make install ($flags)"
+gcc -o "$inst/ex" "$top/examples/watch-write.c" $flags -Wl,-rpath,"$inst/lib" 2>&1 && out=$("$inst/ex" 2>&1)
+ok $([[ "$out" == *"buffer[100] = 'x'"* ]] && [ -f "$inst/share/man/man3/ulpt_protect.3" ]; echo $?) \
+   "the example builds against the installed library with pkg-config; man pages installed"
+rm -rf "$inst"
+exit $rc
