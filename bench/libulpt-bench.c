@@ -4,7 +4,9 @@
  *   page_change   ulpt_page_deny() deny then allow (one operation each)
  *   line_change   ulpt_line_deny() deny then allow (ULPT only)
  *   trip_xsave    a fault round trip through the library: entry stub saving the vector state
- *                 (XSAVE), a C handler that returns ULPT_PERMIT, the access completes
+ *                 (XSAVE), a C handler that returns ULPT_PERMIT, the access completes; on the
+ *                 ULPT backend the watched line has line rights, as in guest/ulpt-bench.c's raw
+ *                 round trip (a page-rights fault also costs a page walk)
  *   trip_gpr      the same with a handler registered ULPT_HANDLER_GPR_ONLY (no XSAVE)
  * Prints "# bench <backend>_<what>_ps <picoseconds>" lines (best of 9 rounds) for
  * scripts/bench-cpu.
@@ -86,7 +88,10 @@ int main(void)
 	printf("# bench %s_page_change_ps %llu\n", b, (unsigned long long)best_of(page_change, nc));
 	if (ulpt)
 		printf("# bench %s_line_change_ps %llu\n", b, (unsigned long long)best_of(line_change, nc));
-	ulpt_protect((void *)watched, 4096, ULPT_DENY_W);
+	if (ulpt)
+		ulpt_protect_lines((void *)watched, ULPT_LINE_SIZE, ULPT_DENY_W);
+	else
+		ulpt_protect((void *)watched, 4096, ULPT_DENY_W);
 	ulpt_set_handler(permit, NULL, 0);
 	printf("# bench %s_trip_xsave_ps %llu\n", b, (unsigned long long)best_of(trip, nt));
 	ulpt_set_handler(permit, NULL, ULPT_HANDLER_GPR_ONLY);
