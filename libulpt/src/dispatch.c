@@ -39,8 +39,16 @@ static pid_t my_tid(void)
 	return tid_cache;
 }
 
-/* Called by the entry stubs with the CPU's frame. */
+/* errno's address, per thread, without a call into libc on every fault. */
+static __thread int *errno_ptr __attribute__((tls_model("initial-exec")));
+
+/*
+ * Called by the entry stubs with the CPU's frame. It starts a page of its own, and the stubs
+ * follow it in the same section: the emulated CPU chains translated blocks only within a page,
+ * and each jump across pages costs a lookup, several per fault.
+ */
 void ulpt_dispatch_(uint64_t *frame) __attribute__((visibility("hidden")));
+__attribute__((section(".text.ulpt_fault"), aligned(4096)))
 void ulpt_dispatch_(uint64_t *frame)
 {
 	uint64_t info = frame[ULPT_FRAME_INFO];
@@ -55,7 +63,11 @@ void ulpt_dispatch_(uint64_t *frame)
 		.entry = { frame[ULPT_FRAME_ENTRY0], frame[ULPT_FRAME_ENTRY1] },
 		.tid = my_tid(),
 	};
-	int saved_errno = errno;
+	int saved_errno;
+
+	if (__builtin_expect(!errno_ptr, 0))
+		errno_ptr = &errno;
+	saved_errno = *errno_ptr;
 
 	switch (handler ? handler(&f, ulpt_lib_.handler_arg) : ULPT_DEFAULT) {
 	case ULPT_RETRY:
@@ -69,5 +81,5 @@ void ulpt_dispatch_(uint64_t *frame)
 	default:
 		ulpt_default_segv_();
 	}
-	errno = saved_errno;
+	*errno_ptr = saved_errno;
 }

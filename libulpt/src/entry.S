@@ -15,7 +15,8 @@
  */
 #include <ulpt/arch.h>
 
-	.text
+	/* After ulpt_dispatch_, in the page it starts (see dispatch.c). */
+	.section .text.ulpt_fault, "ax", @progbits
 
 #define XSAVE_MASK 0xe7          /* x87, SSE, AVX, opmask, ZMM_Hi256, Hi16_ZMM */
 
