@@ -39,6 +39,11 @@ $(B)/guest/tests/%: tests/guest/%.c tests/guest/tap.h guest/ulpt-handler.h inclu
 $(INITRAMFS): $(GUEST_PROGS) $(GUEST_TESTS) guest/init tests/tap-run scripts/build-initramfs | kernel
 	@scripts/build-initramfs $@
 
+# The kernel's uapi header and the ABI header agree (needs the installed kernel headers).
+$(B)/tests/unit/abi-agree: tests/unit/abi-agree.c include/ulpt/arch.h tests/guest/tap.h | kernel
+	@mkdir -p $(@D)
+	$(CC) -O2 -g -Wall -Wextra -Werror -Iinclude -I$(B)/linux/headers/include -Itests/guest -o $@ $<
+
 # Host unit tests of the ULPT decision logic, built against target-ulpt/ulpt.c.
 $(B)/tests/unit/%: tests/unit/%.c target-ulpt/ulpt.c target-ulpt/ulpt.h include/ulpt/arch.h tests/guest/tap.h
 	@mkdir -p $(@D)
