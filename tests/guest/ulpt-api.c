@@ -9,7 +9,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
-#include <stddef.h>
 #include <time.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -73,17 +72,7 @@ static void read8(void *p) { (void)*(volatile uint64_t *)p; }
 /* --- the user-level handler ---------------------------------------------------------- */
 ULPT_HANDLER_ENTRY(ulpt_entry, ulpt_handler);
 
-/* The kernel's <asm/ulpt.h> and the ABI header agree (token-identical macros: -Werror). */
-_Static_assert(sizeof(struct ulpt_frame) == ULPT_FRAME_SIZE &&
-               offsetof(struct ulpt_frame, addr) == 8 * ULPT_FRAME_ADDR &&
-               offsetof(struct ulpt_frame, info) == 8 * ULPT_FRAME_INFO &&
-               offsetof(struct ulpt_frame, entry0) == 8 * ULPT_FRAME_ENTRY0 &&
-               offsetof(struct ulpt_frame, entry1) == 8 * ULPT_FRAME_ENTRY1 &&
-               offsetof(struct ulpt_frame, rip) == 8 * ULPT_FRAME_RIP &&
-               offsetof(struct ulpt_frame, rflags) == 8 * ULPT_FRAME_RFLAGS &&
-               offsetof(struct ulpt_frame, rsp) == 8 * ULPT_FRAME_RSP &&
-               offsetof(struct ulpt_frame, start) == 8 * ULPT_FRAME_START,
-               "struct ulpt_frame matches the architecture's frame");
+/* That <asm/ulpt.h> and the ABI header agree is checked by tests/unit/abi-agree.c. */
 
 enum { H_PERMIT, H_FAULT, H_FLAGS, H_SIGNAL };
 static volatile int usr1_in_handler = -1, h_in_handler_after = -1;
