@@ -15,8 +15,8 @@ UNIT_TESTS := $(wildcard tests/unit/*.sh)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/*.c))
 SUITES := $(wildcard tests/suites/*.sh tests/suites/*.py)
 
-.PHONY: all deps qemu kernel initramfs libulpt run test install clean
-all: qemu kernel initramfs libulpt
+.PHONY: all deps qemu kernel initramfs libulpt watchlib run test install clean
+all: qemu kernel initramfs libulpt watchlib
 
 deps:
 	@scripts/install-deps
@@ -90,10 +90,50 @@ $(B)/examples/%: examples/%.c libulpt/include/ulpt.h $(LB)/libulpt.so
 	$(CC) -O2 -g -Wall -Wextra -Werror -Ilibulpt/include -o $@ $< -L$(LB) -lulpt -lpthread '-Wl,-rpath,$$ORIGIN/../libulpt'
 $(B)/bench/%: bench/%.c libulpt/include/ulpt.h $(LB)/libulpt.so
 	@mkdir -p $(@D)
-	$(CC) -O2 -g -Wall -Wextra -Werror -Ilibulpt/include -o $@ $< -L$(LB) -lulpt -lpthread '-Wl,-rpath,$$ORIGIN/../libulpt'
+	$(CC) -O2 -g -Wall -Wextra -Werror -Ilibulpt/include -Iinclude -o $@ $< -L$(LB) -lulpt -lpthread '-Wl,-rpath,$$ORIGIN/../libulpt'
 LIBULPT := $(patsubst bench/%.c,$(B)/bench/%,$(wildcard bench/*.c)) $(LB)/libulpt.a $(LB)/libulpt.so $(patsubst libulpt/test/%.c,$(LB)/test/%,$(wildcard libulpt/test/*.c)) \
 	$(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
 libulpt: $(LIBULPT)
+
+# watchlib (exact watchpoints over libulpt), the ulpt-watch agent (LD_PRELOAD) and tool, their
+# test programs. The agent links libulpt's objects in, so it needs nothing installed.
+WB := $(B)/watchlib
+WL_CFLAGS := -O2 -g -Wall -Wextra -Werror -fPIC -Iwatchlib/include -Iwatchlib/src -Ilibulpt/include -Iinclude
+WL_HDRS := $(wildcard watchlib/include/*.h watchlib/src/*.h watchlib/preload/*.h) libulpt/include/ulpt.h
+WL_OBJS := $(patsubst watchlib/src/%.c,$(WB)/%.o,$(wildcard watchlib/src/*.c))
+AGENT_OBJS := $(patsubst watchlib/preload/%.c,$(WB)/preload/%.o,$(wildcard watchlib/preload/*.c))
+WL_LIBS := -lunwind -ldw -lelf -lcapstone -ldl -lpthread
+# The fault path runs in libulpt's general-register-only entry stub (see watch.c).
+WL_CFLAGS_watch := -mgeneral-regs-only -fno-tree-loop-distribute-patterns
+WL_CFLAGS_fault := $(WL_CFLAGS_watch)
+$(WB)/%.o: watchlib/src/%.c $(WL_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(WL_CFLAGS) $(WL_CFLAGS_$*) -c -o $@ $<
+$(WB)/preload/%.o: watchlib/preload/%.c $(WL_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(WL_CFLAGS) $(WL_CFLAGS_$*) -ftls-model=initial-exec -c -o $@ $<
+$(WB)/libwatch.a: $(WL_OBJS) $(LIB_OBJS)
+	rm -f $@ && ar rcs $@ $^
+$(WB)/libulpt-watch-agent.so: $(AGENT_OBJS) $(WL_OBJS) $(LIB_OBJS)
+	$(CC) -shared -Wl,-z,nodelete -o $@ $^ $(WL_LIBS)
+$(WB)/ulpt-watch: $(wildcard watchlib/cli/*.c watchlib/cli/*.h) $(WL_HDRS)
+	@mkdir -p $(@D)
+	$(CC) -O2 -g -Wall -Wextra -Werror -Iwatchlib/include -Iwatchlib/cli -o $@ $(wildcard watchlib/cli/*.c) -lelf -ljson-c
+# Programs the tests run under ulpt-watch (ordinary, dynamically linked), and tests of the C API.
+$(WB)/test/progs/%: watchlib/test/progs/%.c
+	@mkdir -p $(@D)
+	$(CC) -O1 -g -Wall -Wextra -Werror -fno-builtin -o $@ $< -lpthread
+$(WB)/test/progs/%: watchlib/test/progs/%.cc
+	@mkdir -p $(@D)
+	g++ -O1 -g -Wall -Wextra -Werror -o $@ $< -lpthread
+$(WB)/test/%: watchlib/test/%.c $(WB)/libwatch.a
+	@mkdir -p $(@D)
+	$(CC) -O2 -g -Wall -Wextra -Werror -Iwatchlib/include -Ilibulpt/include -o $@ $< $(WB)/libwatch.a $(WL_LIBS)
+WATCHLIB := $(WB)/libwatch.a $(WB)/libulpt-watch-agent.so $(WB)/ulpt-watch \
+	$(patsubst watchlib/test/progs/%.c,$(WB)/test/progs/%,$(wildcard watchlib/test/progs/*.c)) \
+	$(patsubst watchlib/test/progs/%.cc,$(WB)/test/progs/%,$(wildcard watchlib/test/progs/*.cc)) \
+	$(patsubst watchlib/test/%.c,$(WB)/test/%,$(wildcard watchlib/test/*.c))
+watchlib: $(WATCHLIB)
 
 run: all
 	scripts/ulpt-run -- ulpt-info

@@ -56,7 +56,22 @@ enum ulpt_action {
 	ULPT_PERMIT,        /* let the access through once; the rights stay as they are */
 	ULPT_SKIP,          /* do not run the instruction: continue at fault->next_ip */
 	ULPT_DEFAULT,       /* give up: the process gets the default SIGSEGV behaviour */
+	ULPT_PERMIT_STEP,   /* as ULPT_PERMIT, and once that instruction has completed, call the
+	                       handler again with the same record and fault->after = 1 (its return
+	                       value is ignored): a watchpoint reads the value just written. */
 };
+/*
+ * ULPT_PERMIT_STEP, the second call ("after-call"):
+ * - it runs in a SIGTRAP signal handler of the library (the instruction is single-stepped with
+ *   RFLAGS.TF) on both backends, so the handler must be async-signal-safe for it, and must not
+ *   touch memory whose rights it denies, as in any call;
+ * - an instruction that faults again before it completes (a read-modify-write denied for read
+ *   and for write) calls the handler for each fault as usual; the after-call happens once, with
+ *   the record of the last fault whose decision was ULPT_PERMIT_STEP (a later plain ULPT_PERMIT
+ *   or ULPT_RETRY keeps it; a later ULPT_SKIP cancels it: the instruction never completes);
+ * - ulpt_init installs a SIGTRAP handler (on both backends) that passes every trap that is not
+ *   its own to the handler the program had before; ulpt_fini puts that one back.
+ */
 
 /* A fault, as the handler sees it. */
 struct ulpt_fault {
@@ -70,6 +85,7 @@ struct ulpt_fault {
 	                       { the page's denied rights, 0 } */
 	pid_t tid;          /* the faulting thread */
 	uintptr_t next_ip;  /* ULPT_SKIP: where to continue (the handler sets it) */
+	int after;          /* 1 in the second call after ULPT_PERMIT_STEP, else 0 */
 };
 
 typedef enum ulpt_action (*ulpt_handler_t)(struct ulpt_fault *fault, void *arg);

@@ -3,6 +3,7 @@
 #define LIBULPT_INTERNAL_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include "ulpt.h"
 
@@ -21,5 +22,12 @@ int ulpt_mprotect_fini_(void) HIDDEN;
 int ulpt_mprotect_protect_(void *addr, size_t len, unsigned deny) HIDDEN;
 unsigned ulpt_mprotect_rights_(uintptr_t addr) HIDDEN;
 void ulpt_default_segv_(void) HIDDEN;
+
+/* SIGTRAP, for the single steps of ULPT_PERMIT (mprotect) and ULPT_PERMIT_STEP (both). */
+#define ULPT_RFLAGS_TF 0x100ull
+int ulpt_trap_install_(void (*fn)(int, siginfo_t *, void *), struct sigaction *old) HIDDEN;
+void ulpt_trap_chain_(const struct sigaction *old, int sig, siginfo_t *si, void *uc) HIDDEN;
+int ulpt_step_init_(void) HIDDEN;       /* the ULPT backend's SIGTRAP handler (dispatch.c) */
+void ulpt_step_fini_(void) HIDDEN;
 
 #endif

@@ -9,6 +9,7 @@
  *   grants PROT_EXEC.
  * - ULPT_PERMIT opens the page, single-steps the instruction (TF, then SIGTRAP) and closes it
  *   again. Other threads can reach the page during that one instruction: a limit of mprotect.
+ *   ULPT_PERMIT_STEP does the same, and the SIGTRAP handler then makes the after-call.
  * - Faults that are not on a protected page, or not of a denied kind, go to the SIGSEGV (or
  *   SIGTRAP) handler the program had before ulpt_init.
  *
@@ -37,6 +38,9 @@ static struct sigaction old_segv, old_trap;
 static __thread uintptr_t step_page[MAX_STEP] __attribute__((tls_model("initial-exec")));
 static __thread int step_n __attribute__((tls_model("initial-exec")));
 static __thread int in_handler __attribute__((tls_model("initial-exec")));
+/* ULPT_PERMIT_STEP: the record for the after-call of that instruction. */
+static __thread struct ulpt_fault step_fault __attribute__((tls_model("initial-exec")));
+static __thread int step_pending __attribute__((tls_model("initial-exec")));
 
 static void *zalloc(size_t n)
 {
@@ -133,8 +137,15 @@ static void on_segv(int sig, siginfo_t *si, void *ucv)
 		in_handler = 1;
 		act = handler(&f, ulpt_lib_.handler_arg);
 		in_handler = 0;
-		if (act == ULPT_SKIP)
+		if (act == ULPT_PERMIT_STEP) {
+			/* The last such fault of the instruction gives the after-call's record. */
+			step_fault = f;
+			step_pending = 1;
+			act = ULPT_PERMIT;
+		} else if (act == ULPT_SKIP) {
 			gr[REG_RIP] = (greg_t)f.next_ip;
+			step_pending = 0;           /* the instruction does not complete */
+		}
 	}
 	if (act == ULPT_PERMIT) {
 		uintptr_t page = addr & ~(uintptr_t)(ULPT_PAGE_SIZE - 1);
@@ -144,7 +155,7 @@ static void on_segv(int sig, siginfo_t *si, void *ucv)
 		}
 		step_page[step_n++] = page;
 		mprotect((void *)page, ULPT_PAGE_SIZE, PROT_READ | PROT_WRITE);
-		gr[REG_EFL] |= 0x100;               /* TF: trap after this instruction */
+		gr[REG_EFL] |= ULPT_RFLAGS_TF;      /* trap after this instruction */
 	} else if (act == ULPT_DEFAULT) {
 		ulpt_default_segv_();
 	}
@@ -156,8 +167,8 @@ static void on_trap(int sig, siginfo_t *si, void *ucv)
 	ucontext_t *uc = ucv;
 	int saved_errno = errno;
 
-	if (!step_n) {
-		chain(&old_trap, sig, si, ucv);
+	if (!step_n || si->si_code <= 0) {
+		ulpt_trap_chain_(&old_trap, sig, si, ucv);
 		return;
 	}
 	/* The permitted instruction is done: close its pages again with their current rights. */
@@ -165,13 +176,28 @@ static void on_trap(int sig, siginfo_t *si, void *ucv)
 		uintptr_t page = step_page[--step_n];
 		mprotect((void *)page, ULPT_PAGE_SIZE, prot_for(ulpt_mprotect_rights_(page)));
 	}
-	uc->uc_mcontext.gregs[REG_EFL] &= ~0x100;
+	uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)ULPT_RFLAGS_TF;
+	if (step_pending) {
+		struct ulpt_fault f = step_fault;
+		ulpt_handler_t handler = __atomic_load_n(&ulpt_lib_.handler, __ATOMIC_ACQUIRE);
+
+		step_pending = 0;
+		f.after = 1;
+		if (handler) {
+			int was = in_handler;
+
+			in_handler = 1;
+			handler(&f, ulpt_lib_.handler_arg);
+			in_handler = was;
+		}
+	}
 	errno = saved_errno;
 }
 
 int ulpt_mprotect_init_(void)
 {
 	struct sigaction sa;
+	int e;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_segv;
@@ -179,9 +205,8 @@ int ulpt_mprotect_init_(void)
 	sigemptyset(&sa.sa_mask);
 	if (sigaction(SIGSEGV, &sa, &old_segv) != 0)
 		return -errno;
-	sa.sa_sigaction = on_trap;
-	if (sigaction(SIGTRAP, &sa, &old_trap) != 0) {
-		int e = -errno;
+	e = ulpt_trap_install_(on_trap, &old_trap);
+	if (e) {
 		sigaction(SIGSEGV, &old_segv, NULL);
 		return e;
 	}

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <ucontext.h>
 #include <unistd.h>
 #include <ulpt/arch.h>
 #include "ulpt.h"
@@ -102,7 +103,13 @@ int ulpt_init(enum ulpt_backend backend)
 	if (backend == ULPT_BACKEND_ULPT || backend == ULPT_BACKEND_AUTO) {
 		r = ulpt_open();
 		if (r == 0) {
-			ulpt_lib_state_.backend = ULPT_BACKEND_ULPT;
+			r = ulpt_step_init_();
+			if (r == 0) {
+				ulpt_lib_state_.backend = ULPT_BACKEND_ULPT;
+			} else {
+				arch_prctl(ARCH_ULPT_DISABLE, 0);
+				ulpt_lib_state_.view = NULL;
+			}
 			goto out;
 		}
 		if (backend == ULPT_BACKEND_ULPT)
@@ -126,6 +133,7 @@ int ulpt_fini(void)
 		if (arch_prctl(ARCH_ULPT_DISABLE, 0) != 0)
 			r = -errno;
 		ulpt_lib_state_.view = NULL;
+		ulpt_step_fini_();
 		break;
 	case ULPT_BACKEND_MPROTECT:
 		r = ulpt_mprotect_fini_();
@@ -241,6 +249,59 @@ int ulpt_get(const void *addr, unsigned *page_deny, unsigned *line_deny)
 	if (line_deny)
 		*line_deny = (unsigned)(ulpt_entry_(addr)[1] >> (2 * ((a >> 7) & 31))) & 3;
 	return 0;
+}
+
+/*
+ * The library's SIGTRAP handler: ULPT_PERMIT_STEP's after-call (both backends) and the
+ * mprotect backend's ULPT_PERMIT runs in it. Signals that a handler could not take while the
+ * library's single-step state is live wait until it is done: an asynchronous signal's handler
+ * on top of it might take a step of its own. Faults and traps stay deliverable (blocked, the
+ * kernel would kill the process), SIGTRAP itself too (SA_NODEFER): the after-call may fault and
+ * step again.
+ */
+int ulpt_trap_install_(void (*fn)(int, siginfo_t *, void *), struct sigaction *old)
+{
+	static const int sync_sigs[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS };
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = fn;
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_RESTART;
+	sigfillset(&sa.sa_mask);
+	for (unsigned i = 0; i < sizeof(sync_sigs) / sizeof(sync_sigs[0]); i++)
+		sigdelset(&sa.sa_mask, sync_sigs[i]);
+	return sigaction(SIGTRAP, &sa, old) != 0 ? -errno : 0;
+}
+
+/*
+ * A SIGTRAP that is not the library's goes to the handler the program had before, with the
+ * signal mask the kernel would have given it; with SIG_DFL the default action happens (a core
+ * dump, as without libulpt), SIG_IGN ignores it.
+ */
+void ulpt_trap_chain_(const struct sigaction *old, int sig, siginfo_t *si, void *ucv)
+{
+	ucontext_t *uc = ucv;
+	sigset_t m;
+
+	if (!(old->sa_flags & SA_SIGINFO) && old->sa_handler == SIG_IGN)
+		return;
+	if (!(old->sa_flags & SA_SIGINFO) && old->sa_handler == SIG_DFL) {
+		signal(sig, SIG_DFL);
+		sigemptyset(&m);
+		sigaddset(&m, sig);
+		sigprocmask(SIG_UNBLOCK, &m, NULL);
+		raise(sig);
+		return;
+	}
+	m = uc->uc_sigmask;
+	sigorset(&m, &m, &old->sa_mask);
+	if (!(old->sa_flags & SA_NODEFER))
+		sigaddset(&m, sig);
+	sigprocmask(SIG_SETMASK, &m, NULL);
+	if (old->sa_flags & SA_SIGINFO)
+		old->sa_sigaction(sig, si, ucv);
+	else
+		old->sa_handler(sig);
 }
 
 /* The default SIGSEGV behaviour, from a handler that gives up. */

@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <ucontext.h>
 #include <unistd.h>
 #include <ulpt.h>
 
@@ -366,6 +367,196 @@ static int t_handler_faults(void)
 	return 0;
 }
 
+/* ULPT_PERMIT_STEP: the handler's calls in order (after = 0 or 1, the kind, the value it saw). */
+#define STEP_MAX 8
+static volatile int step_n;
+static struct { int after; unsigned kind; uintptr_t addr, ip; uint64_t value; unsigned page, line; } step_log[STEP_MAX];
+static enum ulpt_action step_decision[STEP_MAX];  /* by the number of the normal call */
+static volatile int step_normal;
+
+static int deny_at(volatile void *p, unsigned deny);
+
+/* A handler must not touch what it denies (any call): lift a read denial to read. */
+static uint64_t read_denied(volatile uint64_t *p, unsigned deny)
+{
+	uint64_t v;
+
+	if (!(deny & ULPT_DENY_R))
+		return *p;
+	deny_at(p, 0);
+	v = *p;
+	deny_at(p, deny);
+	return v;
+}
+
+static enum ulpt_action step_handler(struct ulpt_fault *f, void *arg)
+{
+	int i = step_n;
+	(void)arg;
+	if (i < STEP_MAX) {
+		step_log[i].after = f->after;
+		step_log[i].kind = f->kind;
+		step_log[i].addr = f->addr;
+		step_log[i].ip = f->ip;
+		ulpt_get((void *)f->addr, &step_log[i].page, &step_log[i].line);
+		step_log[i].value = read_denied((volatile uint64_t *)(f->addr & ~(uintptr_t)7),
+		                                step_log[i].page | step_log[i].line);
+	}
+	step_n = i + 1;
+	if (f->after)
+		return ULPT_DEFAULT;            /* ignored in the after-call */
+	i = step_normal++;
+	if (step_decision[i] == ULPT_SKIP)
+		f->next_ip = f->ip + h_skip;
+	return step_decision[i];
+}
+
+/* Denies `deny` on the line (ULPT) or the page (mprotect) that holds p. */
+static int deny_at(volatile void *p, unsigned deny)
+{
+	if (backend == ULPT_BACKEND_ULPT)
+		return ulpt_protect_lines((void *)((uintptr_t)p & ~(uintptr_t)127), ULPT_LINE_SIZE, deny);
+	return ulpt_protect((void *)((uintptr_t)p & ~(uintptr_t)4095), ULPT_PAGE_SIZE, deny);
+}
+
+static int step_setup(void)
+{
+	step_n = step_normal = 0;
+	for (int i = 0; i < STEP_MAX; i++)
+		step_decision[i] = ULPT_PERMIT_STEP;
+	if (ulpt_init(backend))
+		return -1;
+	return ulpt_set_handler(step_handler, NULL, 0);
+}
+
+static int t_step_after_write(void)
+{
+	volatile uint64_t *p = pages(1);
+	unsigned deny_page, deny_line;
+
+	CHECK(step_setup() == 0 && deny_at(&p[5], ULPT_DENY_W) == 0, "setup");
+	ulpt_get((void *)&p[5], &deny_page, &deny_line);
+	p[5] = 0x1122334455667788ull;
+	CHECK(step_n == 2, "two calls (%d)", step_n);
+	CHECK(step_log[0].after == 0 && step_log[1].after == 1, "after = 0, then 1 (%d %d)",
+	      step_log[0].after, step_log[1].after);
+	CHECK(step_log[0].value == 0, "the first call saw the old value (%#lx)", (unsigned long)step_log[0].value);
+	CHECK(step_log[1].value == 0x1122334455667788ull, "the after-call saw the new value (%#lx)",
+	      (unsigned long)step_log[1].value);
+	CHECK(step_log[1].kind == ULPT_DENY_W && step_log[1].addr == (uintptr_t)&p[5] &&
+	      step_log[1].ip == step_log[0].ip, "the after-call has the same record");
+	CHECK(step_log[1].page == deny_page && step_log[1].line == deny_line,
+	      "the rights are denied in the after-call (%u %u)", step_log[1].page, step_log[1].line);
+	p[5] = 42;
+	CHECK(step_n == 4 && step_log[2].after == 0 && step_log[3].after == 1 && step_log[3].value == 42,
+	      "a second store faults again, with its own after-call (%d)", step_n);
+	CHECK(p[5] == 42 && step_n == 4, "reads are not denied, and nothing is left pending");
+	return 0;
+}
+
+/* A non-locked read-modify-write: reads first, then writes (docs/spec.md section 6). */
+extern const char rmw_insn[], rmw_end[];
+static __attribute__((noinline)) void add_one(volatile uint64_t *p)
+{
+	asm volatile("rmw_insn: addq $1, (%0)\nrmw_end:" :: "r"(p) : "memory", "cc");
+}
+
+static int t_step_rmw(void)
+{
+	volatile uint64_t *p = pages(1);
+
+	CHECK(step_setup() == 0 && deny_at(&p[3], ULPT_DENY_RW) == 0, "setup");
+	p = p + 3;
+	/* Both faults ULPT_PERMIT_STEP: one after-call, with the last record (the write). */
+	add_one(p);
+	if (backend == ULPT_BACKEND_ULPT) {
+		CHECK(step_n == 3, "read fault, write fault, one after-call (%d calls)", step_n);
+		CHECK(step_log[0].after == 0 && step_log[0].kind == ULPT_DENY_R &&
+		      step_log[1].after == 0 && step_log[1].kind == ULPT_DENY_W,
+		      "kinds R then W (%u %u)", step_log[0].kind, step_log[1].kind);
+		CHECK(step_log[2].after == 1 && step_log[2].kind == ULPT_DENY_W,
+		      "the after-call has the write's record (kind %u)", step_log[2].kind);
+	} else {
+		CHECK(step_n == 2 && step_log[0].after == 0 && step_log[1].after == 1,
+		      "one fault (PROT_NONE), one after-call (%d calls)", step_n);
+	}
+	CHECK(step_log[step_n - 1].value == 1, "the after-call saw the incremented value (%lu)",
+	      (unsigned long)step_log[step_n - 1].value);
+	if (backend != ULPT_BACKEND_ULPT)
+		return 0;
+	/* ULPT_PERMIT_STEP for the read, plain ULPT_PERMIT for the write: the step stays. */
+	step_n = step_normal = 0;
+	step_decision[1] = ULPT_PERMIT;
+	add_one(p);
+	CHECK(step_n == 3 && step_log[2].after == 1 && step_log[2].kind == ULPT_DENY_R && step_log[2].value == 2,
+	      "a later PERMIT keeps the step: the after-call has the read's record (%d calls, kind %u)",
+	      step_n, step_log[2].kind);
+	/* ULPT_PERMIT_STEP for the read, ULPT_SKIP for the write: no after-call. */
+	step_n = step_normal = 0;
+	step_decision[1] = ULPT_SKIP;
+	h_skip = rmw_end - rmw_insn;
+	add_one(p);
+	CHECK(step_n == 2 && step_log[1].after == 0, "a later SKIP cancels the step (%d calls)", step_n);
+	step_decision[1] = ULPT_PERMIT_STEP;
+	CHECK(deny_at(p, 0) == 0, "lift");
+	step_n = 0;
+	*p += 1;
+	CHECK(step_n == 0 && *p == 3, "nothing pending after the skip (%d calls, %lu)", step_n, (unsigned long)*p);
+	return 0;
+}
+
+/* The program's own SIGTRAP handler, installed before ulpt_init. */
+static volatile int trap_count, trap_code;
+static void own_trap(int sig, siginfo_t *si, void *ucv)
+{
+	ucontext_t *uc = ucv;
+	(void)sig;
+	trap_count++;
+	trap_code = si->si_code;
+	uc->uc_mcontext.gregs[REG_EFL] &= ~0x100;   /* ends the program's own single step */
+}
+
+static void sigtrap_default_child(void)
+{
+	if (ulpt_init(backend))
+		_exit(2);
+	raise(SIGTRAP);
+	_exit(3);
+}
+
+static int t_step_sigtrap_chain(void)
+{
+	volatile uint64_t *p = pages(1);
+	struct sigaction sa, cur;
+	int st;
+
+	st = child_status(sigtrap_default_child);
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGTRAP, "SIG_DFL before: raise(SIGTRAP) kills (%#x)", st);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = own_trap;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	CHECK(sigaction(SIGTRAP, &sa, NULL) == 0, "sigaction");
+	CHECK(step_setup() == 0 && deny_at(p, ULPT_DENY_W) == 0, "setup");
+	raise(SIGTRAP);
+	CHECK(trap_count == 1 && trap_code == SI_TKILL, "raise(SIGTRAP) reached the program's handler (%d, code %d)",
+	      trap_count, trap_code);
+	asm volatile("int3");
+	CHECK(trap_count == 2, "int3 reached the program's handler (%d)", trap_count);
+	p[0] = 7;
+	CHECK(step_n == 2 && trap_count == 2, "a PERMIT_STEP's trap is the library's (%d calls, %d traps)",
+	      step_n, trap_count);
+	/* The program single-steps itself: TF with POPF, the trap comes after the next instruction. */
+	asm volatile("pushfq\n orq $0x100, (%%rsp)\n popfq\n nop" ::: "memory", "cc");
+	CHECK(trap_count == 3 && trap_code == TRAP_TRACE, "the program's own single step (%d, code %d)",
+	      trap_count, trap_code);
+	raise(SIGTRAP);
+	CHECK(trap_count == 4, "still chained after a step (%d)", trap_count);
+	CHECK(ulpt_fini() == 0 && sigaction(SIGTRAP, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+	      cur.sa_sigaction == own_trap, "ulpt_fini restores the program's SIGTRAP handler");
+	return 0;
+}
+
 static int t_env_override(void)
 {
 	int st;
@@ -405,6 +596,9 @@ static const struct test {
 	{ "fork_exec", t_fork_exec, "fork keeps rights and handler; exec starts clean" },
 	{ "handler_faults", t_handler_faults, "a handler that itself faults" },
 	{ "env_override", t_env_override, "ULPT_BACKEND overrides the automatic choice" },
+	{ "step_after_write", t_step_after_write, "ULPT_PERMIT_STEP: the after-call sees the value written" },
+	{ "step_rmw", t_step_rmw, "ULPT_PERMIT_STEP on a read-modify-write: one after-call" },
+	{ "step_sigtrap_chain", t_step_sigtrap_chain, "the program's SIGTRAP handler still gets its traps" },
 };
 
 int main(int argc, char **argv)

@@ -1,0 +1,103 @@
+/*
+ * The ulpt-watch agent: the shared object ulpt-watch puts in LD_PRELOAD. It reads its
+ * configuration from the environment (ULPT_WATCH_*, set by the tool), watches what it is asked
+ * to, replaces the program's malloc family for --heap and --check, and writes its results to
+ * the file ULPT_WATCH_RESULT names (format: watchlib/cli/ulpt-watch.c).
+ *
+ * Files: agent.c (start, configuration, results), heap.c (the allocator: red zones,
+ * quarantine, the malloc family), fault.c (the fault handler, general registers only),
+ * report.c (backtraces with libunwind, symbols with libdw, error reports).
+ *
+ * SPDX-License-Identifier: MIT
+ */
+#ifndef WL_AGENT_H
+#define WL_AGENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "wl-internal.h"
+
+enum heap_mode { HEAP_OFF, HEAP_WATCH, HEAP_CHECK };
+
+/* The arena every block of --heap and --check comes from. Each block is end-aligned to a line
+ * and has a red-zone line before it (which is also the previous slot's right red zone):
+ *   [red zone line][slack | user bytes .......................] (next slot's red zone)
+ * owner[] maps every line of the arena to the block whose slot holds it. */
+#define LINE_SHIFT      7
+#define LINE_BYTES      (1u << LINE_SHIFT)
+#define ARENA_BYTES     (64ull << 30)
+#define MAX_BLOCKS      (1u << 26)
+
+enum blk_state { BLK_NONE, BLK_LIVE, BLK_FREED };
+
+struct blk {
+	uintptr_t user;             /* the pointer the program got */
+	size_t size;                /* what it asked for */
+	uint32_t first_line;        /* the slot: red zone line first_line, block lines after it */
+	uint32_t lines;             /* block lines, red zone not included */
+	uint32_t alloc_stack, free_stack;     /* stack depot ids (0: none) */
+	pid_t alloc_tid, free_tid;
+	uint8_t state;
+	uint32_t next;              /* quarantine and free-list link */
+};
+
+struct agent {
+	enum heap_mode heap;
+	unsigned heap_kinds;        /* WL_READ | WL_WRITE denied on heap blocks (--heap) */
+	unsigned align;             /* 0: auto (the size's natural alignment, up to 16) */
+	int verbose;
+	int result_fd;
+	pid_t pid;                  /* the process that writes the results */
+	char *arena;
+	uint32_t *owner;            /* per arena line: block id, 0 for none */
+	struct blk *blocks;
+	uint64_t heap_reads, heap_writes, heap_allocs;
+	uint64_t errors;
+	uint64_t faults, hits, false_faults, handler_ns;  /* heap faults (watch.c counts its own) */
+	uintptr_t libc_text[2][2];
+	uintptr_t self_text[2];     /* the agent's own code */  /* libc's and the dynamic loader's code: [lo, hi) */
+	int ready;
+};
+extern struct agent ag WL_HIDDEN;
+
+/* This thread is inside the agent (its own accesses and allocations are not the program's). */
+extern __thread int in_agent __attribute__((tls_model("initial-exec"))) WL_HIDDEN;
+
+static inline int in_arena(uintptr_t a)
+{
+	return ag.arena && a - (uintptr_t)ag.arena < ARENA_BYTES;
+}
+
+static inline uint32_t line_of(uintptr_t a)
+{
+	return (uint32_t)((a - (uintptr_t)ag.arena) >> LINE_SHIFT);
+}
+
+/* agent.c */
+void agent_init(void) WL_HIDDEN;
+void agent_write(const char *s, size_t n) WL_HIDDEN;       /* to the result file */
+
+/* heap.c */
+void heap_init(void) WL_HIDDEN;
+void heap_set_lines(uint32_t first, uint32_t n, unsigned deny) WL_HIDDEN;
+
+/* fault.c */
+enum ulpt_action agent_fault(struct ulpt_fault *f, void *arg) WL_HIDDEN;
+
+/* report.c: error kinds, and what the after-call of an error does. */
+enum err_kind { ERR_OVERFLOW = 1, ERR_UAF, ERR_DOUBLE_FREE, ERR_INVALID_FREE };
+struct err {
+	enum err_kind kind;
+	unsigned access;            /* WL_READ, WL_WRITE, or 0 for a free */
+	uintptr_t addr;
+	size_t size;
+	uintptr_t ip;
+	pid_t tid;
+	uint32_t block;             /* 0: none */
+};
+uint32_t stack_capture(int skip) WL_HIDDEN;                 /* 0 if none */
+void report_error(const struct err *e, void *uc) WL_HIDDEN; /* uc: the signal context or NULL */
+void report_hit(const struct wl_hit *h, void *arg) WL_HIDDEN;
+
+#endif

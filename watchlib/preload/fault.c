@@ -1,0 +1,217 @@
+/*
+ * The agent's fault handler. Built -mgeneral-regs-only: it runs in libulpt's entry stub that
+ * saves no vector state, on every fault, so it must be cheap and must not call libc's string
+ * functions. Error reports need much more (unwinding, symbols, stdio): they run in the
+ * after-call of ULPT_PERMIT_STEP, a signal handler, where the kernel saved every register.
+ *
+ * SPDX-License-Identifier: MIT
+ */
+#define _GNU_SOURCE
+#include "agent.h"
+
+/* The last heap read counted by this thread (see watch.c: a read-modify-write counts once). */
+static __thread struct {
+	uintptr_t ip, start;
+} last_read __attribute__((tls_model("initial-exec")));
+
+static struct blk *blk_of(uintptr_t a)
+{
+	uint32_t id;
+
+	if (!in_arena(a))
+		return NULL;
+	id = __atomic_load_n(&ag.owner[line_of(a)], __ATOMIC_ACQUIRE);
+	return id ? &ag.blocks[id] : NULL;
+}
+
+static int inside(const struct blk *b, uintptr_t s, uintptr_t e)
+{
+	return b && b->state == BLK_LIVE && s >= b->user && e <= b->user + b->size;
+}
+
+static int overlaps(const struct blk *b, uintptr_t s, uintptr_t e, int state)
+{
+	return b && b->state == state && s < b->user + b->size && e > b->user;
+}
+
+/* The block slot that ends where b's slot begins (b's red zone is its right red zone). */
+static struct blk *before(const struct blk *b)
+{
+	return b->first_line ? blk_of((uintptr_t)ag.arena +
+				      ((uintptr_t)(b->first_line - 1) << LINE_SHIFT)) : NULL;
+}
+
+static int in_libc(uintptr_t ip)
+{
+	for (int i = 0; i < 2; i++)
+		if (ip - ag.libc_text[i][0] < ag.libc_text[i][1] - ag.libc_text[i][0])
+			return 1;
+	return 0;
+}
+
+/* The error an access [s, e) by the instruction at ip makes, or 0; *bid is the block. */
+static enum err_kind classify(uintptr_t s, uintptr_t e, uintptr_t ip, int reads_only,
+			      uint32_t *bid)
+{
+	struct blk *b = blk_of(s), *c = blk_of(e - 1), *prev;
+	uint64_t dl, dr;
+
+	if (inside(b, s, e) || inside(c, s, e))
+		return 0;
+	/* libc's vectorised string routines (strlen, strcmp, strchr...) read whole chunks
+	 * around the bytes they want: aligned chunks, and unaligned ones that stop short of a
+	 * page boundary. A vector read of 16 bytes or more that overlaps a live block is one of
+	 * those when it is aligned or made by libc's (or the loader's) code, not a bug. Writes
+	 * are never excused, nor reads of freed blocks. */
+	if (reads_only && e - s >= 16 && (!(s & (e - s - 1)) || in_libc(ip)) &&
+	    (overlaps(b, s, e, BLK_LIVE) || overlaps(c, s, e, BLK_LIVE)) &&
+	    !overlaps(b, s, e, BLK_FREED) && !overlaps(c, s, e, BLK_FREED))
+		return 0;
+	if (overlaps(b, s, e, BLK_FREED) || overlaps(c, s, e, BLK_FREED)) {
+		*bid = (uint32_t)((overlaps(b, s, e, BLK_FREED) ? b : c) - ag.blocks);
+		return ERR_UAF;
+	}
+	/* An overflow: of the nearest live block, left or right. Past the last block of the
+	 * arena the line has no owner yet: the block is the one that ends before it. */
+	if (!b)
+		b = c;
+	if (!b)
+		b = blk_of(s - LINE_BYTES);
+	if (!b)
+		return ERR_OVERFLOW;
+	prev = before(b);
+	dr = b->user > e ? b->user - e : 0;                  /* to b's start */
+	dl = prev && prev->state != BLK_NONE && s >= prev->user + prev->size ?
+	     s - (prev->user + prev->size) : ~0ull;            /* past prev's end */
+	if (s >= b->user + b->size)                           /* past b's own end */
+		dl = 0, prev = b;
+	*bid = (uint32_t)((dl <= dr && prev ? prev : b) - ag.blocks);
+	if (ag.blocks[*bid].state == BLK_FREED)
+		return ERR_UAF;
+	return ERR_OVERFLOW;
+}
+
+static enum ulpt_action heap_fault_(struct ulpt_fault *f);
+
+static enum ulpt_action heap_fault(struct ulpt_fault *f)
+{
+	uint64_t t0 = wl_now_ns();
+	enum ulpt_action a = heap_fault_(f);
+
+	__atomic_add_fetch(&ag.faults, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&ag.handler_ns, wl_now_ns() - t0, __ATOMIC_RELAXED);
+	return a;
+}
+
+static void false_fault(void)
+{
+	__atomic_add_fetch(&ag.false_faults, 1, __ATOMIC_RELAXED);
+}
+
+static void hit(void)
+{
+	__atomic_add_fetch(&ag.hits, 1, __ATOMIC_RELAXED);
+}
+
+static enum ulpt_action heap_fault_(struct ulpt_fault *f)
+{
+	struct wl_access acc = { f->start, f->size, f->kind == ULPT_DENY_R, f->kind == ULPT_DENY_W };
+	uintptr_t s, e;
+
+	if (!f->size && !(f->size == 0 && f->kind == ULPT_DENY_X)) {
+		if (wl_decode(f->ip, f->addr, &acc) < 0) {
+			acc.start = f->addr;
+			acc.size = 1;
+		}
+		if (!acc.reads && !acc.writes)
+			acc.reads = f->kind == ULPT_DENY_R, acc.writes = f->kind == ULPT_DENY_W;
+	}
+	s = acc.start;
+	e = s + (acc.size ? acc.size : 1);
+
+	if (ag.heap == HEAP_WATCH) {
+		struct blk *b = blk_of(s), *c = blk_of(e - 1);
+		unsigned kind = acc.writes ? WL_WRITE : WL_READ;
+
+		if (!(ag.heap_kinds & kind) && acc.reads)
+			kind = WL_READ;     /* a read-modify-write with only reads watched */
+		if (!(ag.heap_kinds & kind) ||
+		    !(overlaps(b, s, e, BLK_LIVE) || overlaps(c, s, e, BLK_LIVE))) {
+			false_fault();
+			return ULPT_PERMIT;
+		}
+		hit();
+		if (kind == WL_WRITE) {
+			if (last_read.ip == f->ip && last_read.start == s)
+				__atomic_sub_fetch(&ag.heap_reads, 1, __ATOMIC_RELAXED);
+			__atomic_add_fetch(&ag.heap_writes, 1, __ATOMIC_RELAXED);
+			last_read.ip = 0;
+		} else {
+			__atomic_add_fetch(&ag.heap_reads, 1, __ATOMIC_RELAXED);
+			last_read.ip = f->ip;
+			last_read.start = s;
+		}
+		return ULPT_PERMIT;
+	}
+
+	uint32_t bid = 0;
+	enum err_kind k = classify(s, e, f->ip, acc.reads && !acc.writes, &bid);
+	if (!k) {
+		false_fault();
+		return ULPT_PERMIT;
+	}
+	hit();
+	/* Report after the instruction, in the signal context of the after-call. */
+	struct wl_pending *p = &wl_pending_;
+	if (p->ip == f->ip && p->owner == 2)
+		return ULPT_PERMIT_STEP;    /* the same instruction's second fault: one report */
+	p->ip = f->ip;
+	p->owner = 2;
+	/* The address reported is the first byte the access may not touch (ASan reports the
+	 * access; for a wide one, like memcpy's, the bad byte says more). */
+	p->start = s;
+	if (k == ERR_OVERFLOW && bid) {
+		const struct blk *b = &ag.blocks[bid];
+		if (s >= b->user && s < b->user + b->size)
+			p->start = b->user + b->size;
+	}
+	p->size = e - s;
+	p->kind = acc.writes ? WL_WRITE : WL_READ;
+	p->aux[0] = k;
+	p->aux[1] = bid;
+	p->aux[2] = (uint64_t)f->tid;
+	return ULPT_PERMIT_STEP;
+}
+
+enum ulpt_action agent_fault(struct ulpt_fault *f, void *arg)
+{
+	(void)arg;
+	if (f->after) {
+		struct wl_pending *p = &wl_pending_;
+		if (p->ip && p->owner == 2) {
+			struct err e = {
+				.kind = (enum err_kind)p->aux[0], .access = p->kind, .addr = p->start,
+				.size = p->size, .ip = p->ip, .tid = (pid_t)p->aux[2],
+				.block = (uint32_t)p->aux[1],
+			};
+			p->ip = 0;
+			in_agent++;
+			report_error(&e, NULL);
+			in_agent--;
+			return ULPT_PERMIT;
+		}
+		return wl_handle_fault(f);
+	}
+	/* The agent's own accesses (realloc's copy) are not the program's. */
+	if (in_agent)
+		return ULPT_PERMIT;
+	/* What the handler allocates (capstone's qsort, on mprotect) is the agent's. */
+	enum ulpt_action a;
+	in_agent++;
+	if (ag.heap != HEAP_OFF && in_arena(f->addr))
+		a = heap_fault(f);
+	else
+		a = wl_handle_fault(f);
+	in_agent--;
+	return a;
+}

@@ -1,0 +1,539 @@
+/*
+ * The agent's allocator for --heap and --check: it replaces the program's malloc family
+ * (glibc's rules for replacing malloc: malloc, free, calloc, realloc, reallocarray,
+ * posix_memalign, aligned_alloc, memalign, valloc, pvalloc, malloc_usable_size; C++ new and
+ * delete come through them). Without --heap or --check every call goes to glibc's own
+ * allocator through its __libc_* entry points (no dlsym: dlsym itself allocates).
+ *
+ * Layout (agent.h): each block ends exactly at a line boundary, so an access one byte past its
+ * end lands in the next line, a red zone, whose rights deny it; libc's vectorised routines read
+ * aligned chunks that never cross a line boundary, so they never touch it. Before the block
+ * there is at least one red-zone line; the bytes of the block's first line before the block
+ * (when its size is not a multiple of the line) are denied with the line and told apart in the
+ * fault handler. With --check, freed blocks keep every line denied while they wait in a
+ * quarantine (16 MiB, first in first out) before their slot is reused.
+ *
+ * On the mprotect backend a denied page cannot be handed to a system call (the kernel's copy
+ * fails with EFAULT, where ULPT rights bind only the program's own accesses), so there --check
+ * gives each block whole pages, as Electric Fence does: the block ends at a page boundary, the
+ * red zone is the page after it, and an underflow is caught only past the block's first page.
+ *
+ * Alignment: --align=N places blocks at multiples of N; the default ("auto") is the size's own
+ * alignment up to 16 (a 13-byte block gets 1, a 24-byte block 8, a 48-byte block 16), which is
+ * all an object that fills the block can need, and keeps the end exact for every size.
+ *
+ * Locking: one lock; a thread holding it is "in the agent", and an allocation made then (by a
+ * signal handler, or by libunwind or libdw inside the agent) comes from watchlib's own memory.
+ *
+ * SPDX-License-Identifier: MIT
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "agent.h"
+
+extern void *__libc_malloc(size_t);
+extern void __libc_free(void *);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void *__libc_memalign(size_t, size_t);
+
+struct agent ag;
+__thread int in_agent __attribute__((tls_model("initial-exec")));
+
+#define QUARANTINE_BYTES  (16u << 20)
+#define SMALL_SLOTS       1024          /* free lists by slot lines below this */
+
+static struct {
+	volatile int lock;
+	uint32_t bump_line;             /* next unused arena line */
+	uint32_t nblocks;               /* block ids used (id 0 is none) */
+	uint32_t free_ids;              /* ids whose slot was given back (linked by next) */
+	uint32_t free_slots[SMALL_SLOTS + 1];       /* block ids, by slot lines; [SMALL_SLOTS]: larger */
+	uint32_t q_head, q_tail;        /* quarantine */
+	uint64_t q_bytes;
+	uint8_t *shadow;                /* per arena line: its denied rights */
+	uint8_t *page_deny;             /* per arena page: what was last given to ulpt_protect */
+	int page_units;                 /* mprotect --check: slots of whole pages */
+	int state;                      /* 0 not decided, 1 deciding, 2 done */
+} h;
+
+static void heap_lock(void)
+{
+	while (__atomic_exchange_n(&h.lock, 1, __ATOMIC_ACQUIRE))
+		__builtin_ia32_pause();
+}
+
+static void heap_unlock(void)
+{
+	__atomic_store_n(&h.lock, 0, __ATOMIC_RELEASE);
+}
+
+static void at_fork_prepare(void) { heap_lock(); }
+static void at_fork_release(void) { heap_unlock(); }
+
+/* Decides the mode from the environment (set by ulpt-watch) at the first allocation. */
+static void decide(void)
+{
+	int expect = 0;
+
+	if (__atomic_load_n(&h.state, __ATOMIC_ACQUIRE) == 2)
+		return;
+	if (!__atomic_compare_exchange_n(&h.state, &expect, 1, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		while (__atomic_load_n(&h.state, __ATOMIC_ACQUIRE) != 2)
+			__builtin_ia32_pause();
+		return;
+	}
+	agent_init();
+	__atomic_store_n(&h.state, 2, __ATOMIC_RELEASE);
+}
+
+void heap_init(void)
+{
+	ag.arena = wl_mem_reserve(ARENA_BYTES);
+	ag.owner = wl_mem_reserve((ARENA_BYTES >> LINE_SHIFT) * sizeof(uint32_t));
+	ag.blocks = wl_mem_reserve((size_t)MAX_BLOCKS * sizeof(struct blk));
+	h.shadow = wl_mem_reserve(ARENA_BYTES >> LINE_SHIFT);
+	h.page_deny = wl_mem_reserve(ARENA_BYTES >> 12);
+	if (!ag.arena || !ag.owner || !ag.blocks || !h.shadow || !h.page_deny) {
+		ag.heap = HEAP_OFF;
+		ag.arena = NULL;
+		return;
+	}
+	h.page_units = ag.heap == HEAP_CHECK && ulpt_backend() == ULPT_BACKEND_MPROTECT;
+	/* The arena's first page stays unused: line 0 and block id 0 mean "none". */
+	h.bump_line = 4096 / LINE_BYTES;
+	h.nblocks = 1;
+	in_agent++;
+	pthread_atfork(at_fork_prepare, at_fork_release, at_fork_release);
+	in_agent--;
+}
+
+/* Sets the rights of n arena lines from first; called with the lock held. */
+void heap_set_lines(uint32_t first, uint32_t n, unsigned deny)
+{
+	uint32_t end = first + n;
+
+	for (uint32_t l = first; l < end; l++)
+		h.shadow[l] = (uint8_t)deny;
+	for (uint32_t pl = first & ~31u; pl < end; pl += 32) {
+		char *page = ag.arena + ((uintptr_t)pl << LINE_SHIFT);
+		uint64_t word = 0;
+		unsigned any = 0;
+
+		for (unsigned i = 0; i < 32; i++) {
+			word |= (uint64_t)h.shadow[pl + i] << (2 * i);
+			any |= h.shadow[pl + i];
+		}
+		if (ulpt_backend() == ULPT_BACKEND_ULPT) {
+			ulpt_entry_(page)[1] = word;
+		} else if (h.page_deny[pl / 32] != any) {
+			h.page_deny[pl / 32] = (uint8_t)any;
+			ulpt_protect(page, 4096, any);
+		}
+	}
+}
+
+static uint32_t new_id(void)
+{
+	uint32_t id;
+
+	if (h.free_ids) {
+		id = h.free_ids;
+		h.free_ids = ag.blocks[id].next;
+		return id;
+	}
+	return h.nblocks < MAX_BLOCKS ? h.nblocks++ : 0;
+}
+
+/* A slot of `lines` lines (red zone included): a recycled one, or new arena. */
+static uint32_t take_slot(uint32_t lines, uint32_t *first)
+{
+	unsigned k = lines < SMALL_SLOTS ? lines : SMALL_SLOTS;
+	uint32_t *pp = &h.free_slots[k];
+
+	for (uint32_t id = *pp; id; pp = &ag.blocks[id].next, id = *pp) {
+		if (ag.blocks[id].lines == lines) {
+			*pp = ag.blocks[id].next;
+			*first = ag.blocks[id].first_line;
+			ag.blocks[id].next = h.free_ids;        /* its id is free again */
+			h.free_ids = id;
+			return lines;
+		}
+		if (k < SMALL_SLOTS)
+			break;
+	}
+	if ((uint64_t)h.bump_line + lines > (ARENA_BYTES >> LINE_SHIFT))
+		return 0;
+	*first = h.bump_line;
+	h.bump_line += lines;
+	return lines;
+}
+
+static void give_slot(uint32_t id)
+{
+	struct blk *b = &ag.blocks[id];
+	unsigned k = b->lines < SMALL_SLOTS ? b->lines : SMALL_SLOTS;
+
+	b->state = BLK_NONE;
+	/* Large slots give their memory back; the addresses stay reserved. */
+	if (b->lines >= 64)
+		madvise(ag.arena + ((uintptr_t)b->first_line << LINE_SHIFT),
+			(uintptr_t)b->lines << LINE_SHIFT, MADV_DONTNEED);
+	b->next = h.free_slots[k];
+	h.free_slots[k] = id;
+}
+
+static unsigned natural_align(size_t size)
+{
+	unsigned a = 16;
+
+	while (a > 1 && (size & (a - 1)))
+		a >>= 1;
+	return a;
+}
+
+/* The rights a live block's lines get: with --check every line of the slot is a red zone
+ * except those wholly inside the block (partial lines are told apart in the fault handler);
+ * with --heap the lines that hold the block deny the watched kinds. */
+static void protect_live(const struct blk *b)
+{
+	uintptr_t base = (uintptr_t)ag.arena, end = b->user + b->size;
+	uint32_t in_lo = (uint32_t)((b->user - base + LINE_BYTES - 1) >> LINE_SHIFT);
+	uint32_t in_hi = (uint32_t)((end - base) >> LINE_SHIFT);       /* lines [in_lo, in_hi) */
+
+	if (ag.heap == HEAP_WATCH) {
+		uint32_t lo = line_of(b->user), hi = line_of(end + LINE_BYTES - 1);
+		heap_set_lines(b->first_line, b->lines, 0);
+		if (b->size)
+			heap_set_lines(lo, hi - lo, ag.heap_kinds);
+		return;
+	}
+	heap_set_lines(b->first_line, b->lines, ULPT_DENY_RW);
+	if (h.page_units) {
+		/* Every page that holds block bytes stays open; the red zone is whole pages. */
+		uint32_t lo = line_of(b->user) & ~31u, hi = (line_of(end + 4095) & ~31u);
+		if (b->size)
+			heap_set_lines(lo, hi - lo, 0);
+		return;
+	}
+	if (b->size && in_hi > in_lo)
+		heap_set_lines(in_lo, in_hi - in_lo, 0);
+}
+
+static void *heap_alloc(size_t size, size_t align, int zero)
+{
+	uint32_t id, first, lines, rz = 1;
+	size_t need, a;
+	uintptr_t start, user, end;
+
+	if (size > (ARENA_BYTES >> 4)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	a = natural_align(size);
+	if (ag.align > a)
+		a = ag.align;
+	if (align > a)
+		a = align;
+	need = (size + a - 1) & ~(a - 1);
+	if (!need)
+		need = a < 16 ? 16 : a;     /* malloc(0): a unique pointer, every byte a red zone */
+	/* Alignments above a line: red-zone lines enough to place the block on a multiple. */
+	if (a > LINE_BYTES)
+		rz = (uint32_t)(a / LINE_BYTES);
+	lines = rz + (uint32_t)((need + LINE_BYTES - 1) / LINE_BYTES);
+	/* mprotect: whole pages (see the top); the slot is rounded to pages, red zone first. */
+	if (h.page_units)
+		lines = (lines + 31 + 32) & ~31u;
+
+	heap_lock();
+	in_agent++;
+	id = new_id();
+	if (!id || !take_slot(lines, &first)) {
+		if (id) {
+			ag.blocks[id].next = h.free_ids;
+			h.free_ids = id;
+		}
+		in_agent--;
+		heap_unlock();
+		errno = ENOMEM;
+		return NULL;
+	}
+	/* The slot after the last one does not exist yet: its red zone must already be there. */
+	if (first + lines == h.bump_line && ag.heap == HEAP_CHECK)
+		heap_set_lines(h.bump_line, h.page_units ? 32 : 1, ULPT_DENY_RW);
+	start = (uintptr_t)ag.arena + ((uintptr_t)first << LINE_SHIFT);
+	end = start + ((uintptr_t)lines << LINE_SHIFT);
+	user = end - need;
+	if (a > LINE_BYTES) {
+		user = (start + LINE_BYTES + a - 1) & ~(uintptr_t)(a - 1);
+		if (user + need > end)
+			user -= a;
+	}
+	struct blk *b = &ag.blocks[id];
+	*b = (struct blk){ .user = user, .size = size, .first_line = first, .lines = lines,
+			   .state = BLK_LIVE, .alloc_tid = (pid_t)syscall(SYS_gettid) };
+	for (uint32_t l = first; l < first + lines; l++)
+		__atomic_store_n(&ag.owner[l], id, __ATOMIC_RELEASE);
+	/* calloc's zeroes are written while every line is open, then the rights go on. */
+	if (zero) {
+		heap_set_lines(first, lines, 0);
+		memset((void *)user, 0, need);
+	}
+	protect_live(b);
+	ag.heap_allocs++;
+	in_agent--;
+	heap_unlock();
+	if (ag.heap == HEAP_CHECK) {
+		in_agent++;
+		b->alloc_stack = stack_capture(2);
+		in_agent--;
+	}
+	return (void *)user;
+}
+
+/* The live block that starts at p, or 0. */
+static uint32_t block_at(const void *p)
+{
+	uintptr_t a = (uintptr_t)p;
+	uint32_t id;
+
+	if (!in_arena(a))
+		return 0;
+	id = __atomic_load_n(&ag.owner[line_of(a)], __ATOMIC_ACQUIRE);
+	return id && ag.blocks[id].user == a ? id : 0;
+}
+
+static void bad_free(enum err_kind kind, const void *p, uint32_t id)
+{
+	struct err e = {
+		.kind = kind, .access = 0, .addr = (uintptr_t)p, .size = 0,
+		.ip = (uintptr_t)__builtin_return_address(0), .tid = (pid_t)syscall(SYS_gettid),
+		.block = id,
+	};
+	in_agent++;
+	report_error(&e, NULL);
+	in_agent--;
+}
+
+static void heap_free(void *p)
+{
+	uint32_t id = block_at(p);
+	struct blk *b;
+
+	if (!id) {
+		uintptr_t a = (uintptr_t)p;
+		uint32_t near = in_arena(a) ? __atomic_load_n(&ag.owner[line_of(a)], __ATOMIC_ACQUIRE) : 0;
+		bad_free(ERR_INVALID_FREE, p, near);
+		return;
+	}
+	heap_lock();
+	in_agent++;
+	b = &ag.blocks[id];
+	if (b->state != BLK_LIVE) {
+		in_agent--;
+		heap_unlock();
+		bad_free(ERR_DOUBLE_FREE, p, id);
+		return;
+	}
+	b->state = BLK_FREED;
+	b->free_tid = (pid_t)syscall(SYS_gettid);
+	if (ag.heap == HEAP_WATCH) {
+		heap_set_lines(b->first_line, b->lines, 0);
+		give_slot(id);
+	} else {
+		heap_set_lines(b->first_line, b->lines, ULPT_DENY_RW);
+		b->next = 0;
+		if (h.q_tail)
+			ag.blocks[h.q_tail].next = id;
+		else
+			h.q_head = id;
+		h.q_tail = id;
+		h.q_bytes += (uint64_t)b->lines << LINE_SHIFT;
+		while (h.q_bytes > QUARANTINE_BYTES && h.q_head) {
+			uint32_t old = h.q_head;
+			h.q_head = ag.blocks[old].next;
+			if (!h.q_head)
+				h.q_tail = 0;
+			h.q_bytes -= (uint64_t)ag.blocks[old].lines << LINE_SHIFT;
+			give_slot(old);
+		}
+	}
+	in_agent--;
+	heap_unlock();
+	if (ag.heap == HEAP_CHECK) {
+		in_agent++;
+		b->free_stack = stack_capture(2);
+		in_agent--;
+	}
+}
+
+/* --- the malloc family ------------------------------------------------------------------- */
+
+static int active(void)
+{
+	decide();
+	return ag.heap != HEAP_OFF && !in_agent;
+}
+
+void *malloc(size_t n)
+{
+	if (in_agent)
+		return wl_mem_alloc(n);
+	if (!active())
+		return __libc_malloc(n);
+	return heap_alloc(n, 0, 0);
+}
+
+void free(void *p)
+{
+	int e = errno;
+
+	if (!p)
+		return;
+	if (wl_mem_owns(p))
+		wl_mem_free(p);
+	else if (h.state == 2 && ag.heap != HEAP_OFF)
+		heap_free(p);
+	else
+		__libc_free(p);
+	errno = e;
+}
+
+void *calloc(size_t n, size_t m)
+{
+	if (m && n > SIZE_MAX / m) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (in_agent)
+		return wl_mem_alloc(n * m);
+	if (!active())
+		return __libc_calloc(n, m);
+	return heap_alloc(n * m, 0, 1);
+}
+
+void *realloc(void *p, size_t n)
+{
+	uint32_t id;
+	void *q;
+
+	if (!p)
+		return malloc(n);
+	if (wl_mem_owns(p))
+		return wl_mem_realloc(p, n);
+	if (!active() || h.state != 2 || ag.heap == HEAP_OFF)
+		return __libc_realloc(p, n);
+	if (!n) {
+		free(p);            /* glibc frees and returns NULL */
+		return NULL;
+	}
+	id = block_at(p);
+	if (!id || ag.blocks[id].state != BLK_LIVE) {
+		heap_free(p);       /* reports the invalid or double free */
+		return NULL;
+	}
+	q = heap_alloc(n, 0, 0);
+	if (!q)
+		return NULL;
+	in_agent++;                 /* the copy is the agent's access, not the program's */
+	memcpy(q, p, ag.blocks[id].size < n ? ag.blocks[id].size : n);
+	in_agent--;
+	heap_free(p);
+	return q;
+}
+
+void *reallocarray(void *p, size_t n, size_t m)
+{
+	if (m && n > SIZE_MAX / m) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return realloc(p, n * m);
+}
+
+static int pow2(size_t a)
+{
+	return a && !(a & (a - 1));
+}
+
+static void *aligned(size_t align, size_t n)
+{
+	if (in_agent) {
+		/* watchlib's classes are powers of two with a 16-byte header: over-allocate. */
+		if (align <= 16)
+			return wl_mem_alloc(n);
+		return NULL;
+	}
+	if (!active())
+		return __libc_memalign(align, n);
+	return heap_alloc(n, align, 0);
+}
+
+int posix_memalign(void **out, size_t align, size_t n)
+{
+	void *p;
+
+	if (!pow2(align) || align % sizeof(void *))
+		return EINVAL;
+	p = aligned(align, n);
+	if (!p)
+		return ENOMEM;
+	*out = p;
+	return 0;
+}
+
+void *aligned_alloc(size_t align, size_t n)
+{
+	if (!pow2(align)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return aligned(align, n);
+}
+
+void *memalign(size_t align, size_t n)
+{
+	if (!pow2(align)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return aligned(align, n);
+}
+
+void *valloc(size_t n)
+{
+	return aligned(4096, n);
+}
+
+void *pvalloc(size_t n)
+{
+	return aligned(4096, (n + 4095) & ~(size_t)4095);
+}
+
+size_t malloc_usable_size(void *p)
+{
+	uint32_t id;
+
+	if (!p)
+		return 0;
+	if (wl_mem_owns(p))
+		return wl_mem_usable(p);
+	if (h.state != 2 || ag.heap == HEAP_OFF) {
+		/* glibc's own; dlsym may allocate, which goes to glibc here (no recursion). */
+		static size_t (*libc_usable)(void *);
+		if (!libc_usable)
+			libc_usable = (size_t (*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
+		return libc_usable ? libc_usable(p) : 0;
+	}
+	id = block_at(p);
+	return id && ag.blocks[id].state == BLK_LIVE ? ag.blocks[id].size : 0;
+}

@@ -1,0 +1,339 @@
+/*
+ * Backtraces (libunwind), symbols (elfutils' libdw) and the reports, in the format Valgrind's
+ * and ASan's users read: kind, access, address, the block, where it was allocated and freed.
+ * Runs with in_agent set, so what libunwind and libdw allocate comes from watchlib's memory.
+ *
+ * Stacks are kept once each in a depot (a hash of their program counters), so a malloc-heavy
+ * program costs one table entry per distinct allocation site, not per allocation.
+ *
+ * SPDX-License-Identifier: MIT
+ */
+#define _GNU_SOURCE
+#define UNW_LOCAL_ONLY
+#include <elfutils/libdwfl.h>
+#include <libunwind.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "agent.h"
+
+#define MAX_FRAMES   16
+#define DEPOT_SLOTS  (1u << 20)
+#define DEPOT_WORDS  (64u << 20)
+
+static struct {
+	volatile int lock;
+	uint32_t *slots;            /* hash -> offset into words (0: empty) */
+	uintptr_t *words;           /* [n, pc0, pc1, ...] */
+	uint32_t top;
+	Dwfl *dwfl;
+	volatile int dwfl_lock;
+	uint32_t seen[4096];        /* (kind, ip) of errors reported (hashed), to report each once */
+} d;
+
+static void spin(volatile int *l)
+{
+	while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+		__builtin_ia32_pause();
+}
+
+static void unspin(volatile int *l)
+{
+	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
+
+static uint32_t depot_put(uintptr_t *pcs, int n)
+{
+	uint64_t hsh = 1469598103934665603ull;
+	uint32_t id = 0;
+
+	if (n <= 0)
+		return 0;
+	for (int i = 0; i < n; i++)
+		hsh = (hsh ^ pcs[i]) * 1099511628211ull;
+	spin(&d.lock);
+	if (!d.slots) {
+		d.slots = wl_mem_reserve(DEPOT_SLOTS * sizeof(uint32_t));
+		d.words = wl_mem_reserve(DEPOT_WORDS * sizeof(uintptr_t));
+		d.top = 1;
+	}
+	if (!d.slots || !d.words)
+		goto out;
+	for (uint32_t i = (uint32_t)hsh & (DEPOT_SLOTS - 1), probes = 0; probes < 64;
+	     i = (i + 1) & (DEPOT_SLOTS - 1), probes++) {
+		uint32_t o = d.slots[i];
+		if (!o) {
+			if (d.top + n + 1 > DEPOT_WORDS)
+				goto out;
+			d.words[d.top] = (uintptr_t)n;
+			memcpy(&d.words[d.top + 1], pcs, n * sizeof(*pcs));
+			d.slots[i] = d.top;
+			id = d.top;
+			d.top += n + 1;
+			goto out;
+		}
+		if (d.words[o] == (uintptr_t)n && !memcmp(&d.words[o + 1], pcs, n * sizeof(*pcs))) {
+			id = o;
+			goto out;
+		}
+	}
+out:
+	unspin(&d.lock);
+	return id;
+}
+
+static int in_agent_code(uintptr_t pc)
+{
+	return pc - ag.self_text[0] < ag.self_text[1] - ag.self_text[0];
+}
+
+/* The stack of the caller of the agent's entry point (malloc, free): the agent's own frames,
+ * the first ones, are left out. */
+uint32_t stack_capture(int skip)
+{
+	void *pcs[MAX_FRAMES + 8];
+	int n = unw_backtrace(pcs, MAX_FRAMES + 8), i = 0;
+
+	(void)skip;
+	while (i < n && in_agent_code((uintptr_t)pcs[i]))
+		i++;
+	if (n - i > MAX_FRAMES)
+		n = i + MAX_FRAMES;
+	return n > i ? depot_put((uintptr_t *)pcs + i, n - i) : 0;
+}
+
+/* Frames of the current stack from the frame whose pc is `from` (or just after it, for an
+ * interrupted instruction) on; the first is reported as `from` itself. */
+static int stack_from(uintptr_t from, uintptr_t *out, int max)
+{
+	void *pcs[64];
+	int n = unw_backtrace(pcs, 64), i, k = 0;
+
+	if (!from) {
+		/* A bad free: from the caller of the agent's free on. */
+		for (i = 0; i < n && in_agent_code((uintptr_t)pcs[i]); i++)
+			;
+		for (; i < n && k < max; i++)
+			out[k++] = (uintptr_t)pcs[i];
+		return k;
+	}
+	for (i = 0; i < n; i++)
+		if ((uintptr_t)pcs[i] >= from && (uintptr_t)pcs[i] <= from + 16)
+			break;
+	if (i == n)
+		i = 0;
+	out[k++] = from;
+	for (i++; i < n && k < max; i++)
+		out[k++] = (uintptr_t)pcs[i];
+	return k;
+}
+
+static const Dwfl_Callbacks callbacks = {
+	.find_elf = dwfl_linux_proc_find_elf,
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+};
+
+/* "function file:line" of pc (a return address if not the first frame). */
+static void symbolize(uintptr_t pc, int first, char *fn, size_t fnlen, char *loc, size_t loclen)
+{
+	uintptr_t q = first ? pc : pc - 1;
+	Dwfl_Module *m = NULL;
+
+	snprintf(fn, fnlen, "?");
+	snprintf(loc, loclen, "?");
+	spin(&d.dwfl_lock);
+	for (int pass = 0; pass < 2 && !m; pass++) {
+		if (!d.dwfl || pass) {
+			/* (Re)read the process's modules: libraries may have been loaded since. */
+			if (d.dwfl)
+				dwfl_end(d.dwfl);
+			d.dwfl = dwfl_begin(&callbacks);
+			if (!d.dwfl)
+				break;
+			dwfl_report_begin(d.dwfl);
+			dwfl_linux_proc_report(d.dwfl, getpid());
+			dwfl_report_end(d.dwfl, NULL, NULL);
+		}
+		m = dwfl_addrmodule(d.dwfl, q);
+	}
+	if (m) {
+		const char *name = dwfl_module_addrname(m, q);
+		Dwfl_Line *line = dwfl_module_getsrc(m, q);
+		const char *mod = NULL;
+		int lineno = 0;
+
+		dwfl_module_info(m, NULL, NULL, NULL, NULL, NULL, &mod, NULL);
+		if (name)
+			snprintf(fn, fnlen, "%s", name);
+		if (line) {
+			const char *file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
+			if (file)
+				snprintf(loc, loclen, "%s:%d", file, lineno);
+		} else if (mod) {
+			const char *base = strrchr(mod, '/');
+			snprintf(loc, loclen, "%s", base ? base + 1 : mod);
+		}
+	}
+	unspin(&d.dwfl_lock);
+}
+
+/* Appends formatted text to a buffer that goes out in one write. */
+struct out {
+	char buf[8192];
+	size_t n;
+};
+
+static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(struct out *o, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	if (o->n >= sizeof(o->buf))
+		return;
+	va_start(ap, fmt);
+	r = vsnprintf(o->buf + o->n, sizeof(o->buf) - o->n, fmt, ap);
+	va_end(ap);
+	if (r > 0)
+		o->n += (size_t)r < sizeof(o->buf) - o->n ? (size_t)r : sizeof(o->buf) - o->n - 1;
+}
+
+static void frames(struct out *human, struct out *rec, const char *what, const uintptr_t *pcs,
+		   int n, int first_exact)
+{
+	char fn[256], loc[512];
+
+	for (int i = 0; i < n; i++) {
+		symbolize(pcs[i], i == 0 && first_exact, fn, sizeof(fn), loc, sizeof(loc));
+		put(human, "    #%d 0x%lx in %s %s\n", i, (unsigned long)pcs[i], fn, loc);
+		put(rec, "frame\t%s\t0x%lx\t%s\t%s\n", what, (unsigned long)pcs[i], fn, loc);
+	}
+}
+
+static void depot_frames(struct out *human, struct out *rec, const char *what, uint32_t id)
+{
+	if (!id || !d.words)
+		return;
+	frames(human, rec, what, &d.words[id + 1], (int)d.words[id], 0);
+}
+
+static const char *kind_name(enum err_kind k)
+{
+	switch (k) {
+	case ERR_OVERFLOW: return "heap-overflow";
+	case ERR_UAF: return "use-after-free";
+	case ERR_DOUBLE_FREE: return "double-free";
+	case ERR_INVALID_FREE: return "invalid-free";
+	}
+	return "?";
+}
+
+static int seen_before(const struct err *e)
+{
+	uint32_t key = (uint32_t)(e->ip * 2654435761u) ^ (uint32_t)e->kind ^ (e->access << 8);
+	uint32_t i = key & 4095;
+
+	if (!key)
+		key = 1;
+	for (int probes = 0; probes < 4096; probes++, i = (i + 1) & 4095) {
+		uint32_t v = __atomic_load_n(&d.seen[i], __ATOMIC_RELAXED);
+		if (v == key)
+			return 1;
+		if (!v && __atomic_compare_exchange_n(&d.seen[i], &v, key, 0, __ATOMIC_RELAXED,
+						       __ATOMIC_RELAXED))
+			return 0;
+	}
+	return 0;
+}
+
+void report_error(const struct err *e, void *uc)
+{
+	static struct out human, rec;       /* large: not on the (signal) stack; under the lock */
+	static volatile int lock;
+	uintptr_t pcs[MAX_FRAMES];
+	const struct blk *b = e->block ? &ag.blocks[e->block] : NULL;
+	const char *acc = e->access == WL_WRITE ? "write" : e->access == WL_READ ? "read" : "free";
+	int n;
+
+	(void)uc;
+	if (seen_before(e))
+		return;
+	__atomic_add_fetch(&ag.errors, 1, __ATOMIC_RELAXED);
+	n = stack_from(e->access ? e->ip : 0, pcs, MAX_FRAMES);
+	if (!e->access && n)
+		((struct err *)e)->ip = pcs[0];
+	spin(&lock);
+	human.n = rec.n = 0;
+	put(&human, "==%d== ERROR: ulpt-watch: %s on address 0x%lx at pc 0x%lx thread %d\n",
+	    (int)getpid(), kind_name(e->kind), (unsigned long)e->addr, (unsigned long)e->ip,
+	    (int)e->tid);
+	if (e->access)
+		put(&human, "%s of size %zu at 0x%lx thread %d\n", e->access == WL_WRITE ? "WRITE" : "READ",
+		    e->size, (unsigned long)e->addr, (int)e->tid);
+	else
+		put(&human, "free of 0x%lx thread %d\n", (unsigned long)e->addr, (int)e->tid);
+	put(&rec, "error\t%s\t%s\t0x%lx\t%zu\t0x%lx\t0x%lx\t%zu\n", kind_name(e->kind), acc,
+	    (unsigned long)e->addr, e->size, (unsigned long)e->ip,
+	    (unsigned long)(b ? b->user : 0), b ? b->size : 0);
+	frames(&human, &rec, "access", pcs, n, e->access != 0);
+	if (b) {
+		uintptr_t end = b->user + b->size;
+		if (e->addr < b->user)
+			put(&human, "0x%lx is located %lu bytes before %zu-byte region [0x%lx,0x%lx)\n",
+			    (unsigned long)e->addr, (unsigned long)(b->user - e->addr), b->size,
+			    (unsigned long)b->user, (unsigned long)end);
+		else if (e->addr >= end)
+			put(&human, "0x%lx is located %lu bytes after %zu-byte region [0x%lx,0x%lx)\n",
+			    (unsigned long)e->addr, (unsigned long)(e->addr - end), b->size,
+			    (unsigned long)b->user, (unsigned long)end);
+		else
+			put(&human, "0x%lx is located %lu bytes inside %zu-byte region [0x%lx,0x%lx)\n",
+			    (unsigned long)e->addr, (unsigned long)(e->addr - b->user), b->size,
+			    (unsigned long)b->user, (unsigned long)end);
+		if (b->state == BLK_FREED || e->kind == ERR_DOUBLE_FREE) {
+			put(&human, "freed by thread %d here:\n", (int)b->free_tid);
+			depot_frames(&human, &rec, "free", b->free_stack);
+		}
+		put(&human, "allocated by thread %d here:\n", (int)b->alloc_tid);
+		depot_frames(&human, &rec, "alloc", b->alloc_stack);
+	} else {
+		put(&human, "0x%lx is not the start of a block this process allocated\n",
+		    (unsigned long)e->addr);
+	}
+	put(&human, "\n");
+	put(&rec, "end\n");
+	if (write(2, human.buf, human.n) < 0) {
+		/* nothing to do: stderr is gone */
+	}
+	agent_write(rec.buf, rec.n);
+	unspin(&lock);
+}
+
+/* -v: one line per watchpoint hit. */
+void report_hit(const struct wl_hit *h, void *arg)
+{
+	struct out o;
+	char fn[256], loc[512];
+
+	(void)arg;
+	o.n = 0;
+	in_agent++;
+	symbolize(h->ip, 1, fn, sizeof(fn), loc, sizeof(loc));
+	in_agent--;
+	put(&o, "ulpt-watch: watch %d: %s of %zu bytes at 0x%lx", h->id,
+	    h->kind == WL_WRITE ? "write" : "read", h->size, (unsigned long)h->addr);
+	if (h->kind == WL_WRITE && h->value_len) {
+		put(&o, ", 0x");
+		for (size_t i = h->value_len; i-- > 0;)
+			put(&o, "%02x", h->old_value[i]);
+		put(&o, " -> 0x");
+		for (size_t i = h->value_len; i-- > 0;)
+			put(&o, "%02x", h->new_value[i]);
+	}
+	put(&o, ", by %s (%s) thread %d\n", fn, loc, (int)h->tid);
+	if (write(2, o.buf, o.n) < 0) {
+		/* stderr is gone */
+	}
+}

@@ -1,0 +1,193 @@
+/*
+ * watchlib's own memory: watchlib runs inside fault handlers, and the ulpt-watch agent replaces
+ * the program's malloc, so neither may use malloc. Blocks come from one reserved region (pages
+ * are committed when first touched) in power-of-two classes of 16 bytes to 1 MiB, each with a
+ * 16-byte header; larger blocks are mappings of their own. Signals are blocked while the lock is
+ * held, so a signal handler that allocates (through the agent) cannot deadlock on it.
+ *
+ * SPDX-License-Identifier: MIT
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "wl-internal.h"
+
+#define REGION_SIZE   (64ull << 30)     /* virtual only: MAP_NORESERVE */
+#define MIN_SHIFT     4
+#define MAX_SHIFT     20
+#define HDR           16u
+#define MAGIC_SMALL   0x574c4d534d414c4cull
+#define MAGIC_BIG     0x574c4d4249474249ull
+
+struct hdr {
+	uint64_t magic;
+	uint32_t shift;             /* class, or 0 for a mapping of its own */
+	uint32_t pages;             /* a mapping's length in pages */
+};
+
+static char *region, *bump, *region_end;
+static void *freelist[MAX_SHIFT + 1];
+static volatile int lock;
+
+/* The raw system call: the agent's own sigprocmask must not recurse through the program. */
+static void block_all(sigset_t *old)
+{
+	sigset_t all;
+
+	sigfillset(&all);
+	syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, old, 8);
+}
+
+static void restore(const sigset_t *old)
+{
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, old, NULL, 8);
+}
+
+static void acquire(sigset_t *old)
+{
+	block_all(old);
+	while (__atomic_exchange_n(&lock, 1, __ATOMIC_ACQUIRE))
+		__builtin_ia32_pause();
+}
+
+static void release(const sigset_t *old)
+{
+	__atomic_store_n(&lock, 0, __ATOMIC_RELEASE);
+	restore(old);
+}
+
+static int ensure_region(void)
+{
+	if (region)
+		return 0;
+	void *p = mmap(NULL, REGION_SIZE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return -ENOMEM;
+	region = bump = p;
+	region_end = region + REGION_SIZE;
+	return 0;
+}
+
+void *wl_mem_alloc(size_t n)
+{
+	unsigned shift = MIN_SHIFT;
+	sigset_t old;
+	struct hdr *h;
+
+	if (n > (1ull << 40))
+		return NULL;
+	while ((1ull << shift) < n + HDR && shift <= MAX_SHIFT)
+		shift++;
+	if (shift > MAX_SHIFT) {
+		size_t len = (n + HDR + 4095) & ~(size_t)4095;
+		h = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (h == MAP_FAILED)
+			return NULL;
+		h->magic = MAGIC_BIG;
+		h->shift = 0;
+		h->pages = (uint32_t)(len / 4096);
+		return (char *)h + HDR;
+	}
+	acquire(&old);
+	if (freelist[shift]) {
+		h = freelist[shift];
+		freelist[shift] = *(void **)((char *)h + HDR);
+		release(&old);
+		memset((char *)h + HDR, 0, (1ull << shift) - HDR);
+	} else {
+		if (ensure_region() || bump + (1ull << shift) > region_end) {
+			release(&old);
+			return NULL;
+		}
+		h = (struct hdr *)bump;
+		bump += 1ull << shift;
+		release(&old);
+	}
+	h->magic = MAGIC_SMALL;
+	h->shift = shift;
+	return (char *)h + HDR;
+}
+
+static struct hdr *header(void *p)
+{
+	return (struct hdr *)((char *)p - HDR);
+}
+
+size_t wl_mem_usable(void *p)
+{
+	struct hdr *h = header(p);
+
+	return h->shift ? (1ull << h->shift) - HDR : (size_t)h->pages * 4096 - HDR;
+}
+
+int wl_mem_owns(const void *p)
+{
+	const char *c = p;
+
+	if (!c)
+		return 0;
+	if (region && c >= region + HDR && c < bump)
+		return 1;
+	/* A large block: its header is at the start of a page of its own. */
+	if (((uintptr_t)c & 4095) == HDR) {
+		const struct hdr *h = (const struct hdr *)(c - HDR);
+		unsigned char v;
+		/* mincore tells whether the page is mapped without touching it. */
+		if (syscall(SYS_mincore, (void *)h, 4096, &v) == 0 && h->magic == MAGIC_BIG)
+			return 1;
+	}
+	return 0;
+}
+
+void wl_mem_free(void *p)
+{
+	struct hdr *h;
+	sigset_t old;
+
+	if (!p)
+		return;
+	h = header(p);
+	if (h->magic == MAGIC_BIG && h->shift == 0) {
+		h->magic = 0;
+		munmap(h, (size_t)h->pages * 4096);
+		return;
+	}
+	if (h->magic != MAGIC_SMALL)
+		return;                 /* not ours: leak rather than corrupt */
+	acquire(&old);
+	*(void **)p = freelist[h->shift];
+	freelist[h->shift] = h;
+	release(&old);
+}
+
+void *wl_mem_realloc(void *p, size_t n)
+{
+	void *q;
+	size_t have;
+
+	if (!p)
+		return wl_mem_alloc(n);
+	have = wl_mem_usable(p);
+	if (n <= have)
+		return p;
+	q = wl_mem_alloc(n);
+	if (!q)
+		return NULL;
+	memcpy(q, p, have);
+	wl_mem_free(p);
+	return q;
+}
+
+/* Reserves len bytes of address space, committed as touched (tables indexed by address). */
+void *wl_mem_reserve(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}

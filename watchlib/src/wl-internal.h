@@ -1,0 +1,65 @@
+/*
+ * watchlib's internals, shared with the ulpt-watch agent (watchlib/preload).
+ * SPDX-License-Identifier: MIT
+ */
+#ifndef WL_INTERNAL_H
+#define WL_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "watchlib.h"
+
+#define WL_HIDDEN __attribute__((visibility("hidden")))
+
+/* mem.c: memory that never comes from the program's malloc. */
+void *wl_mem_alloc(size_t n) WL_HIDDEN;           /* zeroed */
+void wl_mem_free(void *p) WL_HIDDEN;
+void *wl_mem_realloc(void *p, size_t n) WL_HIDDEN;
+size_t wl_mem_usable(void *p) WL_HIDDEN;
+int wl_mem_owns(const void *p) WL_HIDDEN;
+void *wl_mem_reserve(size_t len) WL_HIDDEN;       /* address space, committed when touched */
+
+/* decode.c: what the instruction at ip accesses, for the mprotect backend, which knows only
+ * the faulting address: the access starts there (as the CPU reports it), its size is the
+ * largest memory operand's, and whether the instruction reads and writes memory. 0, or -1 if
+ * the instruction cannot be decoded. */
+struct wl_access {
+	uintptr_t start;
+	size_t size;
+	int reads, writes;
+};
+int wl_decode(uintptr_t ip, uintptr_t addr, struct wl_access *a) WL_HIDDEN;
+int wl_decode_init(void) WL_HIDDEN;
+
+/* watch.c */
+/* The watchpoint part of the fault handler: ULPT_DEFAULT means "not a watched address"
+ * (the caller decides). Call it for after-calls too (fault->after). */
+enum ulpt_action wl_handle_fault(struct ulpt_fault *f) WL_HIDDEN;
+/* wl_init without taking libulpt's handler (the agent installs its own, which calls
+ * wl_handle_fault). */
+int wl_init_shared(void) WL_HIDDEN;
+
+/* Reads n bytes at addr whatever its rights (through /proc/self/mem when they deny reads). */
+void wl_read_bytes(uintptr_t addr, void *buf, size_t n) WL_HIDDEN;
+
+/* A cheap clock for handler time: the TSC, converted with a rate measured at start. */
+uint64_t wl_now_ns(void) WL_HIDDEN;
+
+/* Per-thread state of the instruction being let through with ULPT_PERMIT_STEP. */
+#define WL_PENDING_MAX 8
+struct wl_pending {
+	uintptr_t ip;                   /* 0: nothing pending */
+	unsigned kind;                  /* WL_READ, or WL_WRITE once the instruction wrote */
+	int owner;                      /* 1: watchpoints, 2: the agent's heap */
+	uintptr_t start;
+	size_t size;
+	int n;
+	int ids[WL_PENDING_MAX];
+	uintptr_t vaddr[WL_PENDING_MAX];        /* watched bytes the access covers */
+	uint8_t vlen[WL_PENDING_MAX];
+	uint8_t old[WL_PENDING_MAX][WL_VALUE_MAX];
+	uint64_t aux[4];                /* for the owner */
+};
+extern __thread struct wl_pending wl_pending_ __attribute__((tls_model("initial-exec"))) WL_HIDDEN;
+
+#endif
