@@ -88,6 +88,10 @@ $(LB)/test/%: libulpt/test/%.c libulpt/include/ulpt.h $(LB)/libulpt.so
 $(B)/examples/%: examples/%.c libulpt/include/ulpt.h $(LB)/libulpt.so
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -Wall -Wextra -Werror -Ilibulpt/include -o $@ $< -L$(LB) -lulpt -lpthread '-Wl,-rpath,$$ORIGIN/../libulpt'
+# Plain programs for the watch demo and the README tutorial (no libulpt: ulpt-watch injects).
+$(B)/examples/%: examples/demo/%.c
+	@mkdir -p $(@D)
+	$(CC) -O0 -g -Wall -Wextra -Werror -o $@ $<
 $(B)/bench/%: bench/%.c libulpt/include/ulpt.h $(LB)/libulpt.so
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -Wall -Wextra -Werror -Ilibulpt/include -Iinclude -o $@ $< -L$(LB) -lulpt -lpthread '-Wl,-rpath,$$ORIGIN/../libulpt'
@@ -130,6 +134,7 @@ $(WB)/test/%: watchlib/test/%.c $(WB)/libwatch.a
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -Wall -Wextra -Werror -Iwatchlib/include -Ilibulpt/include -o $@ $< $(WB)/libwatch.a $(WL_LIBS)
 WATCHLIB := $(WB)/libwatch.a $(WB)/libulpt-watch-agent.so $(WB)/ulpt-watch \
+	$(patsubst examples/demo/%.c,$(B)/examples/%,$(wildcard examples/demo/*.c)) \
 	$(patsubst watchlib/test/progs/%.c,$(WB)/test/progs/%,$(wildcard watchlib/test/progs/*.c)) \
 	$(patsubst watchlib/test/progs/%.cc,$(WB)/test/progs/%,$(wildcard watchlib/test/progs/*.cc)) \
 	$(patsubst watchlib/test/%.c,$(WB)/test/%,$(wildcard watchlib/test/*.c))

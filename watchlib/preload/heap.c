@@ -399,10 +399,12 @@ void free(void *p)
 
 	if (!p)
 		return;
-	if (wl_mem_owns(p))
+	if (h.state == 2 && ag.heap != HEAP_OFF && in_arena((uintptr_t)p))
+		heap_free(p);
+	else if (wl_mem_owns(p))
 		wl_mem_free(p);
 	else if (h.state == 2 && ag.heap != HEAP_OFF)
-		heap_free(p);
+		heap_free(p);           /* reports the invalid free */
 	else
 		__libc_free(p);
 	errno = e;

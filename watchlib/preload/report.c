@@ -324,7 +324,21 @@ void report_hit(const struct wl_hit *h, void *arg)
 	in_agent--;
 	put(&o, "ulpt-watch: watch %d: %s of %zu bytes at 0x%lx", h->id,
 	    h->kind == WL_WRITE ? "write" : "read", h->size, (unsigned long)h->addr);
-	if (h->kind == WL_WRITE && h->value_len) {
+	if (h->kind == WL_WRITE && (h->value_len == 1 || h->value_len == 2 || h->value_len == 4 ||
+				    h->value_len == 8)) {
+		/* An integer-sized value: as a (little-endian, signed) number. */
+		int64_t ov = 0, nv = 0;
+		for (size_t i = h->value_len; i-- > 0;) {
+			ov = (int64_t)((uint64_t)ov << 8 | h->old_value[i]);
+			nv = (int64_t)((uint64_t)nv << 8 | h->new_value[i]);
+		}
+		unsigned sh = 64 - 8 * (unsigned)h->value_len;
+		if (sh) {
+			ov = (int64_t)((uint64_t)ov << sh) >> sh;
+			nv = (int64_t)((uint64_t)nv << sh) >> sh;
+		}
+		put(&o, ", %lld -> %lld", (long long)ov, (long long)nv);
+	} else if (h->kind == WL_WRITE && h->value_len) {
 		put(&o, ", 0x");
 		for (size_t i = h->value_len; i-- > 0;)
 			put(&o, "%02x", h->old_value[i]);

@@ -31,6 +31,7 @@ struct hdr {
 };
 
 static char *region, *bump, *region_end;
+static char *big, *big_bump, *big_end;      /* blocks above 1 MiB: a region of their own */
 static void *freelist[MAX_SHIFT + 1];
 static volatile int lock;
 
@@ -85,10 +86,23 @@ void *wl_mem_alloc(size_t n)
 	while ((1ull << shift) < n + HDR && shift <= MAX_SHIFT)
 		shift++;
 	if (shift > MAX_SHIFT) {
+		/* From their own reserved region, so that wl_mem_owns is a range check; freed
+		 * ones give their pages back, their addresses are not reused. */
 		size_t len = (n + HDR + 4095) & ~(size_t)4095;
-		h = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (h == MAP_FAILED)
+		acquire(&old);
+		if (!big) {
+			void *p = mmap(NULL, REGION_SIZE, PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+			if (p != MAP_FAILED)
+				big = big_bump = p, big_end = big + REGION_SIZE;
+		}
+		if (!big || big_bump + len > big_end) {
+			release(&old);
 			return NULL;
+		}
+		h = (struct hdr *)big_bump;
+		big_bump += len;
+		release(&old);
 		h->magic = MAGIC_BIG;
 		h->shift = 0;
 		h->pages = (uint32_t)(len / 4096);
@@ -132,17 +146,7 @@ int wl_mem_owns(const void *p)
 
 	if (!c)
 		return 0;
-	if (region && c >= region + HDR && c < bump)
-		return 1;
-	/* A large block: its header is at the start of a page of its own. */
-	if (((uintptr_t)c & 4095) == HDR) {
-		const struct hdr *h = (const struct hdr *)(c - HDR);
-		unsigned char v;
-		/* mincore tells whether the page is mapped without touching it. */
-		if (syscall(SYS_mincore, (void *)h, 4096, &v) == 0 && h->magic == MAGIC_BIG)
-			return 1;
-	}
-	return 0;
+	return (region && c >= region + HDR && c < bump) || (big && c >= big + HDR && c < big_bump);
 }
 
 void wl_mem_free(void *p)
@@ -155,7 +159,7 @@ void wl_mem_free(void *p)
 	h = header(p);
 	if (h->magic == MAGIC_BIG && h->shift == 0) {
 		h->magic = 0;
-		munmap(h, (size_t)h->pages * 4096);
+		madvise(h, (size_t)h->pages * 4096, MADV_DONTNEED);
 		return;
 	}
 	if (h->magic != MAGIC_SMALL)
