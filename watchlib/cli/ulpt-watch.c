@@ -1,0 +1,563 @@
+/*
+ * ulpt-watch: runs an unmodified, dynamically linked program with the watchlib agent
+ * (libulpt-watch-agent.so) preloaded, and exits with the program's exit status.
+ *
+ *     ulpt-watch [options] -- PROGRAM [ARGS...]
+ *
+ * This front end only checks the input, resolves -w symbols, passes the settings to the agent
+ * in the environment (ULPT_WATCH_*), waits and reports what the agent wrote to its result file.
+ * Every bad input is refused with one line on stderr and exit status 2 before the program starts.
+ *
+ * SPDX-License-Identifier: MIT
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#define VERSION "0.1.0"
+#define AGENT_NAME "libulpt-watch-agent.so"
+
+/* The result file, removed by die() too so a refused run leaves nothing behind. */
+static char *result_path;
+
+/* The program's pid for the SIGTERM/SIGHUP forwarder; 0 while there is none. */
+static volatile sig_atomic_t child_pid;
+
+/* Messages carry user input (specs, paths): control characters would break the
+ * one-line-per-message rule, so they are shown as '?'. */
+static void vmessage(const char *fmt, va_list ap)
+{
+	char *msg = NULL, *p;
+
+	if (vasprintf(&msg, fmt, ap) < 0) {
+		fputs("ulpt-watch: out of memory\n", stderr);
+		return;
+	}
+	for (p = msg; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	fprintf(stderr, "ulpt-watch: %s\n", msg);
+	free(msg);
+}
+
+void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmessage(fmt, ap);
+	va_end(ap);
+	if (result_path)
+		unlink(result_path);
+	exit(2);
+}
+
+void warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmessage(fmt, ap);
+	va_end(ap);
+}
+
+void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+
+	if (!p)
+		die("out of memory");
+	return p;
+}
+
+void *xrealloc(void *p, size_t n, size_t size)
+{
+	p = reallocarray(p, n ? n : 1, size ? size : 1);
+	if (!p)
+		die("out of memory");
+	return p;
+}
+
+char *xstrdup(const char *s)
+{
+	char *p = strdup(s);
+
+	if (!p)
+		die("out of memory");
+	return p;
+}
+
+static char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	int r;
+
+	va_start(ap, fmt);
+	r = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (r < 0)
+		die("out of memory");
+	return s;
+}
+
+static void usage(FILE *out)
+{
+	fputs("Usage: ulpt-watch [options] [--] PROGRAM [ARGS...]\n"
+	      "Run a dynamically linked PROGRAM with exact watchpoints (watchlib agent).\n"
+	      "\n"
+	      "  -w, --watch SPEC       watch SYMBOL[:LEN][/r|/w|/rw] or 0xADDR:LEN[/mode]\n"
+	      "                         (repeatable; mode defaults to w)\n"
+	      "      --heap[=r|w|rw]    watch every heap allocation (default w)\n"
+	      "      --check            heap error checker (overflow, use-after-free, bad free)\n"
+	      "      --align=N|auto     with --check: block alignment, a power of two 1..4096\n"
+	      "      --json FILE        write a JSON report to FILE instead of the summary\n"
+	      "  -v, --verbose          the agent prints each hit\n"
+	      "      --backend B        auto (default), ulpt or mprotect\n"
+	      "      --follow-exec      keep the agent in programs PROGRAM executes\n"
+	      "  -h, --help             this help\n"
+	      "      --version          the version\n"
+	      "\n"
+	      "Exit status: PROGRAM's; 128+N if a signal N killed it; 127 if it could not be\n"
+	      "executed; 2 for bad input. ULPT_WATCH_AGENT names the agent to use.\n", out);
+}
+
+/* The -w/--align/--backend values are checked here, the rest after getopt (see main). */
+static void parse_options(int argc, char **argv, struct options *opt)
+{
+	enum { OPT_HEAP = 256, OPT_CHECK, OPT_ALIGN, OPT_JSON, OPT_BACKEND, OPT_FOLLOW,
+	       OPT_VERSION };
+	static const struct option longopts[] = {
+		{"watch", required_argument, NULL, 'w'},
+		{"heap", optional_argument, NULL, OPT_HEAP},
+		{"check", no_argument, NULL, OPT_CHECK},
+		{"align", required_argument, NULL, OPT_ALIGN},
+		{"json", required_argument, NULL, OPT_JSON},
+		{"verbose", no_argument, NULL, 'v'},
+		{"backend", required_argument, NULL, OPT_BACKEND},
+		{"follow-exec", no_argument, NULL, OPT_FOLLOW},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, OPT_VERSION},
+		{NULL, 0, NULL, 0},
+	};
+	int c;
+
+	opt->backend = "auto";
+	opterr = 0;             /* getopt's own messages name argv[0], not "ulpt-watch:" */
+	/* '+': the program's own options are not ours; ':': tell missing values apart. */
+	while ((c = getopt_long(argc, argv, "+:w:vh", longopts, NULL)) != -1) {
+		const char *arg = argv[optind - 1];
+		unsigned mode;
+		uint64_t n;
+
+		switch (c) {
+		case 'w':
+			opt->watches = xrealloc(opt->watches, opt->nwatches + 1,
+						sizeof(*opt->watches));
+			parse_spec(optarg, &opt->watches[opt->nwatches++]);
+			break;
+		case OPT_HEAP:
+			if (!optarg)
+				mode = MODE_W;
+			else if (parse_mode(optarg, &mode))
+				die("bad --heap mode '%s' (r, w or rw)", optarg);
+			opt->heap = mode_name(mode);
+			break;
+		case OPT_CHECK:
+			opt->check = 1;
+			break;
+		case OPT_ALIGN:
+			if (!strcmp(optarg, "auto")) {
+				opt->align = "auto";
+				break;
+			}
+			if (parse_u64(optarg, &n) || n < 1 || n > 4096 || (n & (n - 1)))
+				die("bad --align '%s': a power of two from 1 to 4096, or auto",
+				    optarg);
+			opt->align = xasprintf("%u", (unsigned)n);
+			break;
+		case OPT_JSON:
+			opt->json = optarg;
+			break;
+		case 'v':
+			opt->verbose = 1;
+			break;
+		case OPT_BACKEND:
+			if (strcmp(optarg, "auto") && strcmp(optarg, "ulpt") &&
+			    strcmp(optarg, "mprotect"))
+				die("bad --backend '%s' (auto, ulpt or mprotect)", optarg);
+			opt->backend = optarg;
+			break;
+		case OPT_FOLLOW:
+			opt->follow_exec = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(fflush(stdout) ? 1 : 0);
+		case OPT_VERSION:
+			printf("ulpt-watch (watchlib) %s\n", VERSION);
+			exit(fflush(stdout) ? 1 : 0);
+		case ':':
+			if (optopt > 0 && optopt < 256)
+				die("option '-%c' needs a value (try --help)", optopt);
+			die("option '%s' needs a value (try --help)", arg);
+		default:
+			if (optopt > 0 && optopt < 256 && strncmp(arg, "--", 2))
+				die("unknown option '-%c' (try --help)", optopt);
+			if (optopt >= 256)
+				die("option '%s' takes no value (try --help)", arg);
+			/* glibc also lands here for an ambiguous abbreviation (--h). */
+			die("unknown or ambiguous option '%s' (try --help)", arg);
+		}
+	}
+	if (optind >= argc)
+		die("missing PROGRAM (usage: ulpt-watch [options] -- PROGRAM [ARGS...])");
+	opt->argc = argc - optind;
+	opt->argv = argv + optind;
+	if (opt->heap && opt->check)
+		die("choose one of --heap and --check");
+	if (opt->align && !opt->check)
+		die("--align works only with --check");
+	if (opt->check && !opt->align)
+		opt->align = "auto";
+}
+
+/* 0 for a runnable file; otherwise dies, or when quiet returns 1 (missing) or 2 (not runnable). */
+static int check_executable(const char *path, int quiet)
+{
+	struct stat st;
+
+	if (stat(path, &st)) {
+		if (quiet)
+			return 1;
+		if (errno == ENOENT || errno == ENOTDIR)
+			die("program '%s' not found", path);
+		die("cannot run %s: %s", path, strerror(errno));
+	}
+	if (S_ISDIR(st.st_mode)) {
+		if (quiet)
+			return 2;
+		die("%s is a directory", path);
+	}
+	if (!S_ISREG(st.st_mode) || access(path, X_OK)) {
+		if (quiet)
+			return 2;
+		die("%s is not executable", path);
+	}
+	return 0;
+}
+
+/* Like execvp: a name with a '/' is a path, anything else is looked up in PATH (default
+ * /bin:/usr/bin; an empty entry is the current directory), skipping files we cannot run. */
+static char *find_program(const char *name)
+{
+	const char *path = getenv("PATH"), *p, *end;
+	char *noexec = NULL;
+
+	if (!name[0])
+		die("missing PROGRAM (an empty name)");
+	if (strchr(name, '/')) {
+		check_executable(name, 0);
+		return xstrdup(name);
+	}
+	if (!path)
+		path = "/bin:/usr/bin";
+	for (p = path;; p = end + 1) {
+		size_t dirlen;
+		char *cand;
+		int r;
+
+		end = strchr(p, ':');
+		dirlen = end ? (size_t)(end - p) : strlen(p);
+		cand = dirlen ? xasprintf("%.*s/%s", (int)dirlen, p, name) : xasprintf("./%s", name);
+		r = check_executable(cand, 1);
+		if (!r)
+			return cand;
+		if (r == 2 && !noexec)
+			noexec = cand;
+		else
+			free(cand);
+		if (!end)
+			break;
+	}
+	if (noexec)
+		die("%s is not executable", noexec);
+	die("program '%s' not found in PATH", name);
+}
+
+static char *self_dir(void)
+{
+	size_t cap = 256;
+
+	for (;;) {
+		char *buf = xcalloc(cap, 1), *slash;
+		ssize_t n = readlink("/proc/self/exe", buf, cap);
+
+		if (n < 0) {
+			free(buf);
+			return NULL;
+		}
+		if ((size_t)n < cap) {
+			buf[n] = '\0';
+			slash = strrchr(buf, '/');
+			if (!slash) {
+				free(buf);
+				return NULL;
+			}
+			*slash = '\0';
+			return buf;
+		}
+		free(buf);      /* truncated: grow and retry */
+		cap *= 2;
+	}
+}
+
+static int is_file(const char *path)
+{
+	struct stat st;
+
+	return !stat(path, &st) && S_ISREG(st.st_mode) && !access(path, R_OK);
+}
+
+/* An absolute path (the program may chdir before it execs with --follow-exec). */
+static char *find_agent(void)
+{
+	const char *env = getenv("ULPT_WATCH_AGENT");
+	char *found = NULL, *abs, *dir;
+
+	if (env) {
+		if (!is_file(env))
+			die("agent '%s' not found (ULPT_WATCH_AGENT)", env);
+		found = xstrdup(env);
+	} else if ((dir = self_dir())) {
+		char *cand[2] = {
+			xasprintf("%s/%s", dir, AGENT_NAME),
+			xasprintf("%s/../lib/ulpt/%s", dir, AGENT_NAME),
+		};
+
+		if (is_file(cand[0]))
+			found = cand[0];
+		else if (is_file(cand[1]))
+			found = cand[1];
+		if (!found)
+			die("agent %s not found in %s or %s/../lib/ulpt; set ULPT_WATCH_AGENT",
+			    AGENT_NAME, dir, dir);
+		free(cand[found == cand[0]]);
+		free(dir);
+	} else {
+		die("cannot find the agent (no /proc/self/exe); set ULPT_WATCH_AGENT");
+	}
+	abs = realpath(found, NULL);
+	if (!abs)
+		die("agent '%s': %s", found, strerror(errno));
+	free(found);
+	/* LD_PRELOAD splits at colons and blanks; such a path would load something else. */
+	if (strpbrk(abs, ": \t\n"))
+		die("agent path '%s' contains a colon or blank, which LD_PRELOAD cannot carry",
+		    abs);
+	return abs;
+}
+
+static char *make_result_file(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	char *path;
+	int fd;
+
+	if (!tmp || !tmp[0])
+		tmp = "/tmp";
+	path = xasprintf("%s/ulpt-watch.XXXXXX", tmp);
+	fd = mkostemp(path, O_CLOEXEC);
+	if (fd < 0)
+		die("cannot create a result file in %s: %s", tmp, strerror(errno));
+	close(fd);
+	return path;
+}
+
+/* ULPT_WATCH_SPECS: "<r|a>:<addr-hex>:<len>:<mode>" joined by ';', in -w order. */
+static char *specs_env(const struct options *opt)
+{
+	char *s = NULL;
+	size_t len = 0, i;
+	FILE *ms = open_memstream(&s, &len);
+
+	if (!ms)
+		die("out of memory");
+	for (i = 0; i < opt->nwatches; i++) {
+		const struct watch *w = &opt->watches[i];
+
+		fprintf(ms, "%s%c:0x%llx:%llu:%s", i ? ";" : "", w->relative ? 'r' : 'a',
+			(unsigned long long)w->addr, (unsigned long long)w->len,
+			mode_name(w->mode));
+	}
+	if (fclose(ms))
+		die("out of memory");
+	return s;
+}
+
+static void forward_signal(int sig)
+{
+	int saved = errno;
+
+	if (child_pid > 0)
+		kill((pid_t)child_pid, sig);
+	errno = saved;
+}
+
+static void set_or_unset(const char *name, const char *value)
+{
+	if (value)
+		setenv(name, value, 1);
+	else
+		unsetenv(name);
+}
+
+/* In the child: the agent's settings. Ours are unset when not wanted, so values left in the
+ * environment (say by an outer ulpt-watch) do not leak into this run. */
+static void child_environment(const struct options *opt, const char *agent, const char *specs)
+{
+	const char *old = getenv("LD_PRELOAD");
+	char *preload = old && old[0] ? xasprintf("%s:%s", agent, old) : xstrdup(agent);
+
+	setenv("LD_PRELOAD", preload, 1);
+	setenv("ULPT_WATCH_RESULT", result_path, 1);
+	set_or_unset("ULPT_WATCH_SPECS", opt->nwatches ? specs : NULL);
+	set_or_unset("ULPT_WATCH_HEAP", opt->heap);
+	set_or_unset("ULPT_WATCH_CHECK", opt->check ? "1" : NULL);
+	set_or_unset("ULPT_WATCH_ALIGN", opt->check ? opt->align : NULL);
+	set_or_unset("ULPT_WATCH_VERBOSE", opt->verbose ? "1" : NULL);
+	set_or_unset("ULPT_WATCH_FOLLOW_EXEC", opt->follow_exec ? "1" : NULL);
+	set_or_unset("ULPT_BACKEND", strcmp(opt->backend, "auto") ? opt->backend : NULL);
+}
+
+int main(int argc, char **argv)
+{
+	struct sigaction ign = {.sa_handler = SIG_IGN};
+	struct sigaction fwd = {.sa_handler = forward_signal, .sa_flags = SA_RESTART};
+	struct sigaction old_int, old_quit, old_term, old_hup;
+	struct options opt = {0};
+	struct report rep;
+	struct rusage ru;
+	sigset_t fwdset, oldmask;
+	char *prog, *agent, *specs;
+	int status, code, exec_errno = 0, pipefd[2];
+	FILE *json = NULL;
+	pid_t pid;
+	ssize_t n;
+
+	parse_options(argc, argv, &opt);
+	prog = find_program(opt.argv[0]);
+	check_program_and_resolve(prog, opt.watches, opt.nwatches);
+	agent = find_agent();
+	specs = specs_env(&opt);
+	result_path = make_result_file();
+	if (opt.json) {
+		json = fopen(opt.json, "we");
+		if (!json)
+			die("cannot write %s: %s", opt.json, strerror(errno));
+	}
+	/* Learns whether execv failed: the write end closes on a successful exec. */
+	if (pipe2(pipefd, O_CLOEXEC))
+		die("pipe: %s", strerror(errno));
+
+	/* Like system(3): the terminal's SIGINT/SIGQUIT reach the program, which decides; we stay
+	 * to report. SIGTERM/SIGHUP are blocked until child_pid is set, then forwarded. */
+	sigemptyset(&fwdset);
+	sigaddset(&fwdset, SIGTERM);
+	sigaddset(&fwdset, SIGHUP);
+	sigemptyset(&fwd.sa_mask);
+	sigemptyset(&ign.sa_mask);
+	sigprocmask(SIG_BLOCK, &fwdset, &oldmask);
+	sigaction(SIGINT, &ign, &old_int);
+	sigaction(SIGQUIT, &ign, &old_quit);
+	sigaction(SIGTERM, &fwd, &old_term);
+	sigaction(SIGHUP, &fwd, &old_hup);
+	fflush(NULL);
+
+	pid = fork();
+	if (pid < 0)
+		die("fork: %s", strerror(errno));
+	if (pid == 0) {
+		int e;
+
+		sigaction(SIGINT, &old_int, NULL);
+		sigaction(SIGQUIT, &old_quit, NULL);
+		sigaction(SIGTERM, &old_term, NULL);
+		sigaction(SIGHUP, &old_hup, NULL);
+		sigprocmask(SIG_SETMASK, &oldmask, NULL);
+		close(pipefd[0]);
+		child_environment(&opt, agent, specs);
+		execv(prog, opt.argv);
+		e = errno;
+		fprintf(stderr, "ulpt-watch: cannot execute %s: %s\n", prog, strerror(e));
+		if (write(pipefd[1], &e, sizeof(e)) < 0)
+			e = 0;  /* the parent then just sees exit status 127 */
+		_exit(127);
+	}
+	child_pid = pid;
+	sigprocmask(SIG_SETMASK, &oldmask, NULL);
+	close(pipefd[1]);
+	do
+		n = read(pipefd[0], &exec_errno, sizeof(exec_errno));
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(exec_errno))
+		exec_errno = 0;
+	close(pipefd[0]);
+
+	while (wait4(pid, &status, 0, &ru) < 0) {
+		if (errno != EINTR) {
+			warn("wait4: %s", strerror(errno));
+			unlink(result_path);
+			return 1;
+		}
+	}
+	/* The child is reaped: its pid may be reused, so forward nothing more. */
+	sigprocmask(SIG_BLOCK, &fwdset, NULL);
+	child_pid = 0;
+
+	if (WIFSIGNALED(status)) {
+		int sig = WTERMSIG(status);
+		const char *abbrev = sigabbrev_np(sig);
+
+		code = 128 + sig;
+		if (abbrev)
+			warn("%s killed by signal %d (SIG%s)", opt.argv[0], sig, abbrev);
+		else
+			warn("%s killed by signal %d", opt.argv[0], sig);
+	} else {
+		code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+	}
+
+	report_read(result_path, &rep, &opt);
+	if (json)
+		report_json(json, opt.json, &rep, &opt, code, &ru);
+	else if (!exec_errno)   /* the child already said why it could not run the program */
+		report_summary(&rep, &opt, code, &ru);
+	report_free(&rep);
+	unlink(result_path);
+	free(result_path);
+	for (size_t i = 0; i < opt.nwatches; i++)
+		free(opt.watches[i].symbol);
+	free(opt.watches);
+	if (opt.align && strcmp(opt.align, "auto"))
+		free((char *)opt.align);
+	free(specs);
+	free(agent);
+	free(prog);
+	return code;
+}
