@@ -140,8 +140,11 @@ WATCHLIB := $(WB)/libwatch.a $(WB)/libulpt-watch-agent.so $(WB)/ulpt-watch \
 	$(patsubst watchlib/test/%.c,$(WB)/test/%,$(wildcard watchlib/test/*.c))
 watchlib: $(WATCHLIB)
 
+# The demo: what the guest's CPU is, then a watch session in it: who writes to `balance`?
 run: all
-	scripts/ulpt-run -- ulpt-info
+	scripts/ulpt-run -- sh -c 'ulpt-info && echo && \
+	  echo "\$$ ulpt-watch -v -w balance -- build/examples/bank" && \
+	  build/watchlib/ulpt-watch -v -w balance -- build/examples/bank'
 
 test: all $(UNIT_BINS) $(BM_IMAGES)
 	@tests/tap-run --summary $(UNIT_TESTS) $(UNIT_BINS) $(SUITES)
