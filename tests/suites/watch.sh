@@ -1,0 +1,233 @@
+#!/usr/bin/env bash
+# watchlib and ulpt-watch: the test programs of watchlib/test/progs run under ulpt-watch on the
+# host (mprotect backend) and in the guest (ULPT backend; one boot, 2 vCPUs), their JSON
+# reports checked with python3:
+#   counts     exact reads and writes of an int among hot neighbours (-w SYMBOL, /rw, mode w,
+#              SYMBOL:LEN), and by address (-w 0xADDR:LEN) on a -no-pie build made here;
+#              in the guest also with --backend mprotect
+#   heap       --heap=rw, C and C++: the allocations made by the program, plus at most 3 of
+#              libc's and libstdc++'s own (stdout's buffer, the exception pool); reads and
+#              writes at least the program's own and at most 400 more (libc's clearing and
+#              copying inside calloc and realloc, printf's stores into stdout's buffer)
+#   heapbugs   --check: one report per bug, with kind, access, address, size, block, the bad
+#              access's line in main's frame, main in the allocation (and free) backtraces
+#   clean      --check on a correct program doing tricky things: no error, status 0, output kept
+#   threads    4 threads on watched ints of one line, in the guest (2 vCPUs): exact counts
+#   exit3      the program's exit status passes through
+# then watchlib/test/wl-api (the C API) on both backends, and watchlib/test/cli.sh if present.
+# The runs write NAME.json, .out, .err and .rc under build/watchlib/test/suite/{host,guest}
+# (kept for inspection; the guest writes there through --share).
+set -o pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+run=$top/scripts/ulpt-run
+tool=$top/build/watchlib/ulpt-watch
+progs=$top/build/watchlib/test/progs
+api=$top/build/watchlib/test/wl-api
+d=$top/build/watchlib/test/suite
+rm -rf "$d" && mkdir -p "$d/host" "$d/guest" || exit 1
+buf=$d/tap
+: > "$buf"
+i=0 fails=0
+emit() { printf '%s\n' "$*" >> "$buf"; }
+ok() {
+  i=$((i + 1))
+  if [ "$1" = 0 ]; then emit "ok $i - $2"; else emit "not ok $i - $2"; fails=$((fails + 1)); fi
+}
+
+# A copy of counts built without PIE, for -w 0xADDR:LEN.
+nopie=$d/counts-nopie
+gcc -O1 -g -Wall -Wextra -Werror -fno-builtin -no-pie -o "$nopie" "$top/watchlib/test/progs/counts.c" \
+  > "$d/nopie.log" 2>&1
+addr=$(nm "$nopie" 2>/dev/null | awk '$3 == "watched" { print $1 }')
+[ -n "$addr" ] && addr=$(printf '0x%x' "$((16#$addr))") || addr=0x0
+
+# The runs, the same on the host and in the guest: sh runs.sh OUTDIR [guest].
+cat > "$d/runs.sh" <<EOF
+o=\$1
+r() {
+  n=\$1; shift
+  timeout -k 5 90 '$tool' --json "\$o/\$n.json" "\$@" > "\$o/\$n.out" 2> "\$o/\$n.err"
+  echo \$? > "\$o/\$n.rc"
+}
+r counts-rw -w watched/rw -- '$progs/counts'
+r counts-w -w watched -w after:8 -- '$progs/counts'
+r nopie -w $addr:4/rw -- '$nopie'
+r heap --heap=rw -- '$progs/heap'
+r heapxx --heap=rw -- '$progs/heapxx'
+for b in overflow-write underflow-read use-after-free double-free free-middle free-stack memcpy-overflow; do
+  r check-\$b --check -- '$progs/heapbugs' \$b
+done
+r clean --check -- '$progs/clean'
+r exit3 -w code/rw -- '$progs/exit3'
+if [ "\$2" = guest ]; then
+  r threads -w w0 -w w1 -w w2 -w w3 -w shared/r -- '$progs/threads'
+  r counts-mprotect --backend mprotect -w watched/rw -- '$progs/counts'
+fi
+EOF
+cat > "$d/guest.sh" <<EOF
+sh '$d/runs.sh' '$d/guest' guest
+timeout -k 5 150 '$api' ulpt > '$d/guest/wl-api.tap' 2>&1
+echo \$? > '$d/guest/wl-api.rc'
+EOF
+
+# check.py ENV/NAME EXPR...: every python EXPR holds for the run's report j (watches W,
+# errors E, heap H), its exit status rc, stdout out and stderr err; B is heapbugs' line.
+cat > "$d/check.py" <<'EOF'
+import json, re, sys
+base, exprs = sys.argv[1], sys.argv[2:]
+def text(ext):
+    try:
+        with open(base + ext, errors='replace') as f:
+            return f.read()
+    except OSError:
+        return ''
+out, err = text('.out'), text('.err')
+rc = int(text('.rc').strip() or -1)
+try:
+    j = json.loads(text('.json'))
+    if not isinstance(j, dict):
+        raise ValueError('not an object')
+except ValueError as e:
+    print('%s.json: %s; exit status %d; stderr: %s' % (base, e or 'missing', rc, err.strip()[-300:]))
+    sys.exit(1)
+W, E, H = j.get('watches') or [], j.get('errors') or [], j.get('heap') or {}
+def h(x):                        # "0x1f" or 31 -> 31
+    return int(x, 16) if isinstance(x, str) else x
+def fns(frames):                 # the function names of a backtrace
+    return [f.get('function') for f in frames or []]
+def locs(frames, fn):            # the locations of fn's frames
+    return [f.get('location') or '' for f in frames or [] if f.get('function') == fn]
+m = re.search(r'heapbugs: \S+ block=(\S+) size=(\d+) addr=(\S+) line=(\d+)', err)
+B = m and dict(block=0 if m[1] == '(nil)' else int(m[1], 16), size=int(m[2]), addr=int(m[3], 16),
+               line=int(m[4]))
+bad = []
+for x in exprs:
+    try:
+        if not eval(x):
+            bad.append(x)
+    except Exception as e:
+        bad.append('%s (%s: %s)' % (x, type(e).__name__, e))
+if bad:
+    for x in bad[:3]:
+        print('failed: ' + x)
+    if len(bad) > 3:
+        print('and %d more' % (len(bad) - 3))
+    brief = dict(j)
+    for k in ('errors',):
+        if brief.get(k):
+            brief[k] = brief[k][:2]
+    print('exit status %d; report: %s' % (rc, json.dumps(brief)[:1500]))
+    if err.strip():
+        print('stderr: ' + err.strip()[-600:].replace('\n', ' | '))
+    sys.exit(1)
+EOF
+# check ENV NAME DESC EXPR...
+check() {
+  local env=$1 name=$2 desc=$3 msg s
+  shift 3
+  msg=$(python3 "$d/check.py" "$d/$env/$name" "$@" 2>&1)
+  s=$?
+  ok $s "$env: $desc"
+  [ -n "$msg" ] && emit "$(printf '%s\n' "$msg" | sed 's/^/# /')"
+}
+# fold PREFIX FILE RC: another TAP stream, renumbered into this one.
+fold() {
+  local prefix=$1 file=$2 rc=$3 planned= ran=0 failed=0 line desc s
+  if [ ! -s "$file" ]; then ok 1 "$prefix: no output (exit status $rc)"; return; fi
+  while IFS= read -r line; do
+    case "$line" in
+      1..*) planned=${line#1..} ;;
+      "ok "*|"not ok "*)
+        ran=$((ran + 1)); s=0
+        case "$line" in "not ok"*) s=1; failed=$((failed + 1)) ;; esac
+        desc=$(printf '%s' "$line" | sed -E 's/^(not )?ok *[0-9]* *(- )?//')
+        ok $s "$prefix: $desc" ;;
+      "#"*) emit "$line" ;;
+      "") ;;
+      *) emit "# $line" ;;
+    esac
+  done < "$file"
+  if [ -n "$planned" ] && [ "$planned" != "$ran" ]; then ok 1 "$prefix: planned $planned tests, ran $ran"
+  elif [ "$rc" != 0 ] && [ "$failed" = 0 ]; then ok 1 "$prefix: exited with status $rc"; fi
+}
+
+# The guest runs alongside the host's.
+"$run" --share "$d" --smp 2 --timeout 230 -- sh "$d/guest.sh" > "$d/guest.log" 2>&1 &
+guest=$!
+sh "$d/runs.sh" "$d/host"
+timeout -k 5 120 "$api" mprotect > "$d/host/wl-api.tap" 2>&1
+echo $? > "$d/host/wl-api.rc"
+wait $guest
+grc=$?
+[ "$grc" = 0 ] || emit "# the guest run exited with status $grc: $(tail -c 300 "$d/guest.log" | tr '\n' ' ')"
+
+for env in host guest; do
+  be=$([ $env = host ] && echo mprotect || echo ulpt)
+  check $env counts-rw "counts, -w watched/rw: 1000 reads, 2000 writes (500 by addl to memory) exactly; hot neighbours count nothing" \
+    "rc == 0 and j['exit_status'] == 0 and 'counts: ok' in out" "j['backend'] == '$be'" "len(W) == 1" \
+    "W[0]['reads'] == 1000 and W[0]['writes'] == 2000" "W[0]['length'] == 4 and W[0]['mode'] == 'rw'" \
+    "j['false_faults'] > 0 and j['faults'] >= j['false_faults']"
+  check $env counts-w "counts, -w watched -w after:8: mode w counts no read; the adjacent 8 bytes get 3384 writes" \
+    "rc == 0 and len(W) == 2" "W[0]['reads'] == 0 and W[0]['writes'] == 2000 and W[0]['mode'] == 'w'" \
+    "W[1]['reads'] == 0 and W[1]['writes'] == 3384 and W[1]['length'] == 8" \
+    "h(W[1]['address']) == h(W[0]['address']) + 4"
+  check $env nopie "counts built -no-pie, -w $addr:4/rw by address: 1000 reads, 2000 writes" \
+    "rc == 0 and 'counts: ok' in out" "$addr != 0" "h(W[0]['address']) == $addr and W[0]['length'] == 4" \
+    "W[0]['reads'] == 1000 and W[0]['writes'] == 2000"
+  check $env heap "heap, --heap=rw: 26 allocations of the program's (malloc, calloc, realloc, posix_memalign, aligned_alloc) and at most 3 of libc's; >= 1361 reads, >= 1436 writes" \
+    "rc == 0 and 'heap: ok' in out" "26 <= H['allocations'] <= 29" \
+    "1361 <= H['reads'] <= 1361 + 400" "1436 <= H['writes'] <= 1436 + 400"
+  check $env heapxx "heapxx, --heap=rw: 14 allocations by new (and libstdc++'s own, at most 3); >= 276 reads, >= 176 writes" \
+    "rc == 0 and 'heapxx: ok' in out" "14 <= H['allocations'] <= 17" \
+    "276 <= H['reads'] <= 276 + 400" "176 <= H['writes'] <= 176 + 400"
+  # heapbugs BUG KIND ACCESS: the report of one bug.
+  common=("B is not None" "len(E) >= 1" "h(E[0]['ip']) != 0")
+  at_line="any(l.endswith('heapbugs.c:%d' % B['line']) for l in locs(E[0]['backtrace'], 'main'))"
+  alloc="'main' in fns(E[0]['allocated'])"
+  block="E[0]['block'] and h(E[0]['block']['address']) == B['block'] and E[0]['block']['size'] == B['size']"
+  access=("len(E) == 1" "E[0]['address'] and h(E[0]['address']) == B['addr']" "E[0]['size'] == 1"
+          "fns(E[0]['backtrace'])[:1] == ['main']")
+  check $env check-overflow-write "--check: a 1-byte write past malloc(13): heap-overflow, write, block+13, in main at its line" \
+    "${common[@]}" "${access[@]}" "E[0]['kind'] == 'heap-overflow' and E[0]['access'] == 'write'" \
+    "$block" "$at_line" "$alloc"
+  check $env check-underflow-read "--check: a 1-byte read before malloc(16): heap-overflow, read, block-1" \
+    "${common[@]}" "${access[@]}" "E[0]['kind'] == 'heap-overflow' and E[0]['access'] == 'read'" \
+    "$block" "$at_line" "$alloc"
+  check $env check-use-after-free "--check: a read of a freed block of 20: use-after-free, read, block+4; allocated and freed in main" \
+    "${common[@]}" "${access[@]}" "E[0]['kind'] == 'use-after-free' and E[0]['access'] == 'read'" \
+    "$block" "$at_line" "$alloc" "'main' in fns(E[0]['freed'])"
+  check $env check-double-free "--check: double free of a block of 24: double-free, free; allocated and freed in main" \
+    "${common[@]}" "len(E) == 1" "E[0]['kind'] == 'double-free' and E[0]['access'] == 'free'" \
+    "h(E[0]['address']) == B['addr']" "$block" "$at_line" "$alloc" "'main' in fns(E[0]['freed'])"
+  check $env check-free-middle "--check: free(block + 8) of a block of 32: invalid-free, names the block" \
+    "${common[@]}" "len(E) == 1" "E[0]['kind'] == 'invalid-free' and E[0]['access'] == 'free'" \
+    "h(E[0]['address']) == B['addr']" "$block" "$at_line" "$alloc"
+  check $env check-free-stack "--check: free of a stack address: invalid-free, no block" \
+    "${common[@]}" "len(E) == 1" "E[0]['kind'] == 'invalid-free' and E[0]['access'] == 'free'" \
+    "h(E[0]['address']) == B['addr']" "E[0]['block'] is None" "$at_line"
+  check $env check-memcpy-overflow "--check: memcpy of 17 bytes into malloc(16) inside libc: heap-overflow write, main in the backtrace" \
+    "${common[@]}" "all(e['kind'] == 'heap-overflow' and e['access'] == 'write' for e in E)" \
+    "B['block'] < h(E[0]['address']) <= B['block'] + 16" "$block" "$at_line" "$alloc"
+  check $env clean "clean under --check: malloc(0), realloc, memalign, string functions on exact blocks, qsort, printf, fork: no error, status 0" \
+    "rc == 0 and j['exit_status'] == 0" "E == [] and 'errors' in j" "'clean: ok' in out"
+  check $env exit3 "exit3: status 3 passes through (and is in the report); 1 read and 1 write of code" \
+    "rc == 3 and j['exit_status'] == 3" "(W[0]['reads'], W[0]['writes']) == (1, 1)"
+done
+check guest threads "threads on 2 vCPUs, 4 threads x 5000 writes of their own ints, 20000 reads of a shared one, one line: exact counts" \
+  "rc == 0 and 'threads: ok' in out" "len(W) == 5" \
+  "[(w['reads'], w['writes']) for w in W[:4]] == [(0, 5000)] * 4" \
+  "(W[4]['reads'], W[4]['writes'], W[4]['mode']) == (20000, 0, 'r')"
+check guest counts-mprotect "counts with --backend mprotect in the guest: 1000 reads, 2000 writes exactly" \
+  "rc == 0 and j['backend'] == 'mprotect'" "W[0]['reads'] == 1000 and W[0]['writes'] == 2000"
+
+fold "wl-api mprotect (host)" "$d/host/wl-api.tap" "$(cat "$d/host/wl-api.rc" 2>/dev/null)"
+fold "wl-api ulpt (guest)" "$d/guest/wl-api.tap" "$(cat "$d/guest/wl-api.rc" 2>/dev/null || echo none)"
+
+if [ -f "$top/watchlib/test/cli.sh" ]; then
+  (cd "$top" && bash watchlib/test/cli.sh build/watchlib/ulpt-watch) > "$d/cli.tap" 2>&1
+  fold "cli.sh" "$d/cli.tap" $?
+fi
+
+echo "1..$i"
+cat "$buf"
+[ "$fails" = 0 ]

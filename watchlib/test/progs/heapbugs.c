@@ -1,0 +1,77 @@
+/*
+ * heapbugs BUG: one heap error, for ulpt-watch --check. Before the bug it prints to stderr
+ * (unbuffered: no heap buffer involved) one line
+ *     heapbugs: BUG block=0xADDR size=N addr=0xADDR line=L
+ * giving the block, the address the report must name and the source line of the bad access
+ * (or free). Expected report, one error each:
+ *   overflow-write   heap-overflow    write  addr = block + 13, size 1, block of 13
+ *   underflow-read   heap-overflow    read   addr = block - 1, size 1, block of 16
+ *   use-after-free   use-after-free   read   addr = block + 4, size 1, block of 20; "freed" has main
+ *   double-free      double-free      free   addr = block, block of 24; "freed" has main
+ *   free-middle      invalid-free     free   addr = block + 8, block of 32
+ *   free-stack       invalid-free     free   addr = a stack address, block null
+ *   memcpy-overflow  heap-overflow    write  by memcpy(block, src, 17), block of 16: the first
+ *                    frame may be in libc, main is in the backtrace
+ * Every error but free-stack has an "allocated" backtrace with main in it.
+ * Run natively, double-free, free-middle and free-stack abort in glibc; the others exit 0.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void say(const char *bug, const volatile void *block, size_t size, const volatile void *addr,
+		int line)
+{
+	fprintf(stderr, "heapbugs: %s block=%p size=%zu addr=%p line=%d\n", bug, (void *)block,
+		size, (void *)addr, line);
+}
+
+int main(int argc, char **argv)
+{
+	const char *bug = argc > 1 ? argv[1] : "";
+	volatile char *p;
+	char *volatile q;       /* hides pointers from gcc's -Wfree-nonheap-object, -Wuse-after-free */
+	char stack[32];
+	static char src[17] = "0123456789abcdef";
+	volatile char sink;
+
+	if (!strcmp(bug, "overflow-write")) {
+		p = malloc(13);
+		say(bug, p, 13, p + 13, __LINE__ + 1);
+		p[13] = 'x';
+	} else if (!strcmp(bug, "underflow-read")) {
+		p = malloc(16);
+		say(bug, p, 16, p - 1, __LINE__ + 1);
+		sink = p[-1];
+	} else if (!strcmp(bug, "use-after-free")) {
+		q = malloc(20);
+		memset(q, 1, 20);
+		free(q);
+		p = q;
+		say(bug, p, 20, p + 4, __LINE__ + 1);
+		sink = p[4];
+	} else if (!strcmp(bug, "double-free")) {
+		q = malloc(24);
+		free(q);
+		say(bug, q, 24, q, __LINE__ + 1);
+		free(q);
+	} else if (!strcmp(bug, "free-middle")) {
+		q = malloc(32);
+		say(bug, q, 32, q + 8, __LINE__ + 1);
+		free(q + 8);
+	} else if (!strcmp(bug, "free-stack")) {
+		q = stack;
+		say(bug, NULL, 0, q, __LINE__ + 1);
+		free(q);
+	} else if (!strcmp(bug, "memcpy-overflow")) {
+		q = malloc(16);
+		say(bug, q, 16, q + 16, __LINE__ + 1);
+		memcpy(q, src, 17);
+	} else {
+		fprintf(stderr, "usage: heapbugs overflow-write|underflow-read|use-after-free|"
+			"double-free|free-middle|free-stack|memcpy-overflow\n");
+		return 2;
+	}
+	(void)sink;
+	return 0;
+}
