@@ -6,6 +6,9 @@
  * only the statistics see it. An access to watched bytes calls the program's callback.
  *
  * Every function returns 0 (or a value >= 0) on success and a negative errno on failure.
+ * Counts are exact on the ULPT backend. On the mprotect backend an access let through is
+ * single-stepped with its page open, and other threads' accesses to that page in that window
+ * are not seen: counts are exact for one thread.
  * The callback runs in the faulting thread, inside the fault handler: it may call only
  * async-signal-safe functions and must not add or remove watchpoints.
  *
@@ -63,7 +66,8 @@ int wl_fini(void);
 /* The function called for every hit (NULL: count only). */
 int wl_set_callback(wl_callback_t cb, void *arg);
 
-/* Watches [addr, addr + len) for mode (WL_READ, WL_WRITE or both); returns the id (>= 0). */
+/* Watches [addr, addr + len) for mode (WL_READ, WL_WRITE or both); returns the id (>= 0).
+ * -EINVAL: addr NULL, len 0, a bad mode, a range that wraps or passes the user address limit. */
 int wl_watch(const void *addr, size_t len, unsigned mode);
 /* Removes a watchpoint: -ENOENT if the id is not active. */
 int wl_unwatch(int id);

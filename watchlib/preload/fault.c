@@ -123,8 +123,7 @@ static enum ulpt_action heap_fault_(struct ulpt_fault *f)
 			acc.start = f->addr;
 			acc.size = 1;
 		}
-		if (!acc.reads && !acc.writes)
-			acc.reads = f->kind == ULPT_DENY_R, acc.writes = f->kind == ULPT_DENY_W;
+		wl_access_fix(&acc, f->kind);
 	}
 	s = acc.start;
 	e = s + (acc.size ? acc.size : 1);

@@ -399,6 +399,8 @@ void free(void *p)
 
 	if (!p)
 		return;
+	if (!in_agent)
+		decide();           /* a free before any malloc is still checked */
 	if (h.state == 2 && ag.heap != HEAP_OFF && in_arena((uintptr_t)p))
 		heap_free(p);
 	else if (wl_mem_owns(p))

@@ -343,7 +343,7 @@ int wl_watch(const void *addr, size_t len, unsigned mode)
 
 	if (!wl.ready)
 		return -EINVAL;
-	if (!len || !mode || (mode & ~WL_RW) || a + len < a || a + len > (1ull << 47))
+	if (!a || !len || !mode || (mode & ~WL_RW) || a + len < a || a + len > (1ull << 47))
 		return -EINVAL;
 	lock();
 	if (wl.nfree)
@@ -503,8 +503,7 @@ enum ulpt_action wl_handle_fault(struct ulpt_fault *f)
 		return ULPT_DEFAULT;
 	/* The mprotect backend knows only the address: the instruction says the rest. */
 	if (!f->size && wl_decode(f->ip, f->addr, &acc) == 0) {
-		if (!acc.reads && !acc.writes)
-			acc.reads = f->kind == ULPT_DENY_R, acc.writes = f->kind == ULPT_DENY_W;
+		wl_access_fix(&acc, f->kind);
 	} else if (!f->size) {
 		acc.start = f->addr;
 		acc.size = 1;

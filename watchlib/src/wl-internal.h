@@ -31,6 +31,17 @@ struct wl_access {
 int wl_decode(uintptr_t ip, uintptr_t addr, struct wl_access *a) WL_HIDDEN;
 int wl_decode_init(void) WL_HIDDEN;
 
+/* The CPU's word wins over the decoder's operand flags (capstone's are wrong for some vector
+ * stores): a write fault is a write, a read fault a read; the other kind too only when the
+ * decoder says the instruction does both (a read-modify-write: one fault, one step, on mprotect). */
+static inline void wl_access_fix(struct wl_access *a, unsigned fault_kind)
+{
+	int both = a->reads && a->writes;
+
+	a->reads = fault_kind == ULPT_DENY_R || both;
+	a->writes = fault_kind == ULPT_DENY_W || both;
+}
+
 /* watch.c */
 /* The watchpoint part of the fault handler: ULPT_DEFAULT means "not a watched address"
  * (the caller decides). Call it for after-calls too (fault->after). */
