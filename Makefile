@@ -139,6 +139,14 @@ WATCHLIB := $(WB)/libwatch.a $(WB)/libulpt-watch-agent.so $(WB)/ulpt-watch \
 	$(patsubst watchlib/test/progs/%.cc,$(WB)/test/progs/%,$(wildcard watchlib/test/progs/*.cc)) \
 	$(patsubst watchlib/test/%.c,$(WB)/test/%,$(wildcard watchlib/test/*.c))
 watchlib: $(WATCHLIB)
+# Benchmarks of watchlib link it statically (before the generic bench rule above takes them);
+# heap-* are plain programs, for memory and time under heap checkers.
+$(B)/bench/watch-%: bench/watch-%.c $(WB)/libwatch.a
+	@mkdir -p $(@D)
+	$(CC) -O2 -g -Wall -Wextra -Werror -Iwatchlib/include -Ilibulpt/include -o $@ $< $(WB)/libwatch.a $(WL_LIBS)
+$(B)/bench/heap-%: bench/heap-%.c
+	@mkdir -p $(@D)
+	$(CC) -O2 -g -Wall -Wextra -Werror -o $@ $<
 
 # The demo: what the guest's CPU is, then a watch session in it: who writes to `balance`?
 run: all

@@ -20,9 +20,10 @@
 
 enum heap_mode { HEAP_OFF, HEAP_WATCH, HEAP_CHECK };
 
-/* The arena every block of --heap and --check comes from. Each block is end-aligned to a line
- * and has a red-zone line before it (which is also the previous slot's right red zone):
- *   [red zone line][slack | user bytes .......................] (next slot's red zone)
+/* The arena every block of --heap and --check comes from. Each block is end-aligned to a line;
+ * the denied bytes before it in its first line (or a red-zone line, when there are none) are
+ * its left red zone and the previous slot's right one (heap.c):
+ *   [slack | user bytes ........................][slack | next block ...]
  * owner[] maps every line of the arena to the block whose slot holds it. */
 #define LINE_SHIFT      7
 #define LINE_BYTES      (1u << LINE_SHIFT)

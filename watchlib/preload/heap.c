@@ -6,11 +6,11 @@
  * allocator through its __libc_* entry points (no dlsym: dlsym itself allocates).
  *
  * Layout (agent.h): each block ends exactly at a line boundary, so an access one byte past its
- * end lands in the next line, a red zone, whose rights deny it; libc's vectorised routines read
- * aligned chunks that never cross a line boundary, so they never touch it. Before the block
- * there is at least one red-zone line; the bytes of the block's first line before the block
- * (when its size is not a multiple of the line) are denied with the line and told apart in the
- * fault handler. With --check, freed blocks keep every line denied while they wait in a
+ * end lands in the next line, whose rights deny it; aligned vector reads never cross a line
+ * boundary, so they never touch it. The bytes of a block's first line before the block are
+ * denied with the line and told apart in the fault handler: they are the block's left red zone
+ * and the previous block's right one. A block with no such bytes (a multiple of the line) gets
+ * a whole red-zone line before it. With --check, freed blocks keep every line denied while they wait in a
  * quarantine (16 MiB, first in first out) before their slot is reused.
  *
  * On the mprotect backend a denied page cannot be handed to a system call (the kernel's copy
@@ -30,6 +30,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,8 @@ static struct {
 	uint8_t *shadow;                /* per arena line: its denied rights */
 	uint8_t *page_deny;             /* per arena page: what was last given to ulpt_protect */
 	int page_units;                 /* mprotect --check: slots of whole pages */
+	int degraded;                   /* mprotect failed: new blocks come from glibc */
+	uint32_t max_page_blocks;       /* mprotect: block slots the mapping limit allows */
 	int state;                      /* 0 not decided, 1 deciding, 2 done */
 } h;
 
@@ -108,12 +111,37 @@ void heap_init(void)
 		return;
 	}
 	h.page_units = ag.heap == HEAP_CHECK && ulpt_backend() == ULPT_BACKEND_MPROTECT;
+	if (h.page_units) {
+		long maps = 65530;
+		int fd = open("/proc/sys/vm/max_map_count", O_RDONLY | O_CLOEXEC);
+		char buf[32] = "";
+		if (fd >= 0) {
+			if (read(fd, buf, sizeof(buf) - 1) > 0)
+				maps = strtol(buf, NULL, 10);
+			close(fd);
+		}
+		h.max_page_blocks = maps > 20000 ? (uint32_t)((maps - 16384) / 2) : 2000;
+	}
 	/* The arena's first page stays unused: line 0 and block id 0 mean "none". */
 	h.bump_line = 4096 / LINE_BYTES;
 	h.nblocks = 1;
 	in_agent++;
 	pthread_atfork(at_fork_prepare, at_fork_release, at_fork_release);
 	in_agent--;
+}
+
+/* mprotect failed: the kernel's limit on mappings (vm.max_map_count, 65530 by default), which
+ * one page of rights per block reaches near 32,000 blocks. Blocks from now on come from glibc,
+ * unchecked, and the program goes on; the user is told once. */
+static void degrade(void)
+{
+	static const char msg[] = "ulpt-watch agent: the mprotect backend is out of mappings "
+				  "(vm.max_map_count): blocks allocated from now on are not checked\n";
+
+	if (!h.degraded && write(2, msg, sizeof(msg) - 1) < 0) {
+		/* stderr is gone */
+	}
+	h.degraded = 1;
 }
 
 /* Sets the rights of n arena lines from first; called with the lock held. */
@@ -135,8 +163,11 @@ void heap_set_lines(uint32_t first, uint32_t n, unsigned deny)
 		if (ulpt_backend() == ULPT_BACKEND_ULPT) {
 			ulpt_entry_(page)[1] = word;
 		} else if (h.page_deny[pl / 32] != any) {
+			if (ulpt_protect(page, 4096, any) < 0) {
+				degrade();
+				continue;
+			}
 			h.page_deny[pl / 32] = (uint8_t)any;
-			ulpt_protect(page, 4096, any);
 		}
 	}
 }
@@ -230,7 +261,7 @@ static void protect_live(const struct blk *b)
 
 static void *heap_alloc(size_t size, size_t align, int zero)
 {
-	uint32_t id, first, lines, rz = 1;
+	uint32_t id, first, lines, rz;
 	size_t need, a;
 	uintptr_t start, user, end;
 
@@ -246,7 +277,11 @@ static void *heap_alloc(size_t size, size_t align, int zero)
 	need = (size + a - 1) & ~(a - 1);
 	if (!need)
 		need = a < 16 ? 16 : a;     /* malloc(0): a unique pointer, every byte a red zone */
-	/* Alignments above a line: red-zone lines enough to place the block on a multiple. */
+	/* A block whose first line has bytes before it needs no red-zone line of its own: those
+	 * bytes, denied with the line, are its left red zone and the previous block's right one.
+	 * A block that fills its first line gets a red-zone line before it. Alignments above a
+	 * line: red-zone lines enough to place the block on a multiple. */
+	rz = (need & (LINE_BYTES - 1)) ? 0 : 1;
 	if (a > LINE_BYTES)
 		rz = (uint32_t)(a / LINE_BYTES);
 	lines = rz + (uint32_t)((need + LINE_BYTES - 1) / LINE_BYTES);
@@ -256,6 +291,14 @@ static void *heap_alloc(size_t size, size_t align, int zero)
 
 	heap_lock();
 	in_agent++;
+	/* mprotect: each block costs up to two mappings; stop before the kernel's limit, leaving
+	 * room for the program's own (see degrade). */
+	if (h.page_units && h.nblocks >= h.max_page_blocks) {
+		degrade();
+		in_agent--;
+		heap_unlock();
+		return __libc_memalign(align ? align : 16, size);
+	}
 	id = new_id();
 	if (!id || !take_slot(lines, &first)) {
 		if (id) {
@@ -381,7 +424,7 @@ static void heap_free(void *p)
 static int active(void)
 {
 	decide();
-	return ag.heap != HEAP_OFF && !in_agent;
+	return ag.heap != HEAP_OFF && !in_agent && !h.degraded;
 }
 
 void *malloc(size_t n)
@@ -405,7 +448,7 @@ void free(void *p)
 		heap_free(p);
 	else if (wl_mem_owns(p))
 		wl_mem_free(p);
-	else if (h.state == 2 && ag.heap != HEAP_OFF)
+	else if (h.state == 2 && ag.heap != HEAP_OFF && !h.degraded)
 		heap_free(p);           /* reports the invalid free */
 	else
 		__libc_free(p);
@@ -432,10 +475,17 @@ void *realloc(void *p, size_t n)
 
 	if (!p)
 		return malloc(n);
-	if (wl_mem_owns(p))
-		return wl_mem_realloc(p, n);
-	if (!active() || h.state != 2 || ag.heap == HEAP_OFF)
+	if (!in_agent)
+		decide();
+	if (!(h.state == 2 && ag.heap != HEAP_OFF && in_arena((uintptr_t)p))) {
+		if (wl_mem_owns(p))
+			return wl_mem_realloc(p, n);
+		if (h.state == 2 && ag.heap != HEAP_OFF && !h.degraded && !in_agent) {
+			heap_free(p);   /* not a block of ours: reports the invalid free */
+			return NULL;
+		}
 		return __libc_realloc(p, n);
+	}
 	if (!n) {
 		free(p);            /* glibc frees and returns NULL */
 		return NULL;
@@ -445,7 +495,7 @@ void *realloc(void *p, size_t n)
 		heap_free(p);       /* reports the invalid or double free */
 		return NULL;
 	}
-	q = heap_alloc(n, 0, 0);
+	q = malloc(n);              /* from glibc once degraded */
 	if (!q)
 		return NULL;
 	in_agent++;                 /* the copy is the agent's access, not the program's */
@@ -531,7 +581,7 @@ size_t malloc_usable_size(void *p)
 		return 0;
 	if (wl_mem_owns(p))
 		return wl_mem_usable(p);
-	if (h.state != 2 || ag.heap == HEAP_OFF) {
+	if (h.state != 2 || ag.heap == HEAP_OFF || !in_arena((uintptr_t)p)) {
 		/* glibc's own; dlsym may allocate, which goes to glibc here (no recursion). */
 		static size_t (*libc_usable)(void *);
 		if (!libc_usable)
