@@ -11,6 +11,15 @@
  * function does not change them, and skipping them makes the save a third of the size.
  * ulpt_entry_gpr_ is for handlers built general-register-only.
  *
+ * ulpt_entry_avx_ is the default where XCR0 enables x87, SSE and AVX but not AVX-512 (ulpt.c):
+ * the same state saved with plain instructions, which the emulated CPU runs inline, where
+ * XSAVE and XRSTOR are helpers storing and loading 8 bytes at a time (about 2 us per fault).
+ * The x87 registers are saved only if the stack holds values (FNSTENV's tag word): C code
+ * leaves it empty between statements, and otherwise the stub falls back to the XSAVE path.
+ * Both vector stubs give the handler the default MXCSR and x87 control word and an empty x87
+ * stack, as a signal handler gets, whatever the interrupted code set (rounding, unmasked
+ * exceptions, values on the x87 stack).
+ *
  * SPDX-License-Identifier: MIT
  */
 #include <ulpt/arch.h>
@@ -19,6 +28,14 @@
 	.section .text.ulpt_fault, "ax", @progbits
 
 #define XSAVE_MASK 0xe7          /* x87, SSE, AVX, opmask, ZMM_Hi256, Hi16_ZMM */
+
+	.section .rodata.ulpt_fault, "a", @progbits
+	.balign 4
+ulpt_default_mxcsr:
+	.long 0x1f80
+ulpt_default_fcw:
+	.word 0x37f
+	.section .text.ulpt_fault, "ax", @progbits
 
 .macro SAVE_GPRS
 	pushq %rbp
@@ -66,6 +83,7 @@ ulpt_entry_gpr_:
 	.type ulpt_entry_xsave_, @function
 ulpt_entry_xsave_:
 	SAVE_GPRS
+.Lxsave_body:
 	subq ulpt_xsave_size_(%rip), %rsp
 	andq $-64, %rsp
 	/* XRSTOR wants the header's reserved bytes zero; XSAVE writes only XSTATE_BV. */
@@ -81,6 +99,8 @@ ulpt_entry_xsave_:
 	movl $XSAVE_MASK, %eax
 	xorl %edx, %edx
 	xsave64 (%rsp)
+	ldmxcsr ulpt_default_mxcsr(%rip)
+	fninit                       /* an empty x87 stack, as C code expects (XRSTOR restores) */
 	cld
 	leaq 8(%rbp), %rdi
 	call ulpt_dispatch_
@@ -89,5 +109,63 @@ ulpt_entry_xsave_:
 	xrstor64 (%rsp)
 	RESTORE_GPRS_AND_RETURN
 	.size ulpt_entry_xsave_, . - ulpt_entry_xsave_
+
+	.globl ulpt_entry_avx_
+	.hidden ulpt_entry_avx_
+	.type ulpt_entry_avx_, @function
+ulpt_entry_avx_:
+	SAVE_GPRS
+	subq $544, %rsp              /* ymm0-15 at 0, x87 environment at 512, MXCSR at 540 */
+	andq $-32, %rsp
+	fnstenv 512(%rsp)            /* (masks x87 exceptions: FLDENV below restores) */
+	cmpw $0xffff, 520(%rsp)      /* tag word: all empty? */
+	jne .Lavx_slow
+	stmxcsr 540(%rsp)
+	vmovdqu %ymm0, 0(%rsp)
+	vmovdqu %ymm1, 32(%rsp)
+	vmovdqu %ymm2, 64(%rsp)
+	vmovdqu %ymm3, 96(%rsp)
+	vmovdqu %ymm4, 128(%rsp)
+	vmovdqu %ymm5, 160(%rsp)
+	vmovdqu %ymm6, 192(%rsp)
+	vmovdqu %ymm7, 224(%rsp)
+	vmovdqu %ymm8, 256(%rsp)
+	vmovdqu %ymm9, 288(%rsp)
+	vmovdqu %ymm10, 320(%rsp)
+	vmovdqu %ymm11, 352(%rsp)
+	vmovdqu %ymm12, 384(%rsp)
+	vmovdqu %ymm13, 416(%rsp)
+	vmovdqu %ymm14, 448(%rsp)
+	vmovdqu %ymm15, 480(%rsp)
+	ldmxcsr ulpt_default_mxcsr(%rip)
+	fldcw ulpt_default_fcw(%rip)
+	cld
+	leaq 8(%rbp), %rdi
+	call ulpt_dispatch_
+	vmovdqu 0(%rsp), %ymm0
+	vmovdqu 32(%rsp), %ymm1
+	vmovdqu 64(%rsp), %ymm2
+	vmovdqu 96(%rsp), %ymm3
+	vmovdqu 128(%rsp), %ymm4
+	vmovdqu 160(%rsp), %ymm5
+	vmovdqu 192(%rsp), %ymm6
+	vmovdqu 224(%rsp), %ymm7
+	vmovdqu 256(%rsp), %ymm8
+	vmovdqu 288(%rsp), %ymm9
+	vmovdqu 320(%rsp), %ymm10
+	vmovdqu 352(%rsp), %ymm11
+	vmovdqu 384(%rsp), %ymm12
+	vmovdqu 416(%rsp), %ymm13
+	vmovdqu 448(%rsp), %ymm14
+	vmovdqu 480(%rsp), %ymm15
+	ldmxcsr 540(%rsp)
+	fldenv 512(%rsp)
+	RESTORE_GPRS_AND_RETURN
+.Lavx_slow:
+	/* x87 registers in use: the whole state through XSAVE. */
+	fldenv 512(%rsp)
+	leaq -72(%rbp), %rsp
+	jmp .Lxsave_body
+	.size ulpt_entry_avx_, . - ulpt_entry_avx_
 
 	.section .note.GNU-stack, "", @progbits

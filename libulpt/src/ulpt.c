@@ -25,6 +25,9 @@ struct ulpt_lib ulpt_lib_ = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 void ulpt_entry_gpr_(void);
 void ulpt_entry_xsave_(void);
+void ulpt_entry_avx_(void);
+/* XCR0 enables x87, SSE and AVX and no larger vector state: the cheaper stub (entry.S) fits. */
+static int avx_stub_fits;
 
 static long arch_prctl(int op, unsigned long arg)
 {
@@ -77,6 +80,13 @@ static int ulpt_open(void)
 		ulpt_xsave_size_ = b;
 	else
 		ulpt_xsave_size_ = 4096;
+	if (__get_cpuid_count(1, 0, &a, &b, &c, &d) && (c & (1u << 27))) {    /* OSXSAVE */
+		uint32_t lo, hi;
+		__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+		/* x87, SSE and AVX on, no AVX-512 (bits 5-7); MPX (3-4) and PKRU (9) are state a
+		 * C function does not change. */
+		avx_stub_fits = (lo & 7) == 7 && !(lo & 0xe0) && !(lo & ~0x21fu) && !hi;
+	}
 	ulpt_lib_state_.view = (volatile uint64_t *)(uintptr_t)en.view;
 	return 0;
 }
@@ -163,7 +173,8 @@ int ulpt_set_handler(ulpt_handler_t handler, void *arg, unsigned flags)
 		return 0;
 	/* The handler register is per thread: threads created later inherit it (docs/linux-api.md);
 	   threads that exist already call ulpt_set_handler themselves. */
-	entry = (flags & ULPT_HANDLER_GPR_ONLY) ? ulpt_entry_gpr_ : ulpt_entry_xsave_;
+	entry = (flags & ULPT_HANDLER_GPR_ONLY) ? ulpt_entry_gpr_ :
+		avx_stub_fits ? ulpt_entry_avx_ : ulpt_entry_xsave_;
 	if (arch_prctl(ARCH_ULPT_SET_HANDLER, (unsigned long)entry) != 0)
 		return -errno;
 	return 0;
