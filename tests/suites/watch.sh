@@ -12,6 +12,7 @@
 #   heapbugs   --check: one report per bug, with kind, access, address, size, block, the bad
 #              access's line in main's frame, main in the allocation (and free) backtraces
 #   clean      --check on a correct program doing tricky things: no error, status 0, output kept
+#   sigmalloc  --check on a program that allocates in a signal handler: no deadlock, no error
 #   threads    4 threads on watched ints of one line, in the guest (2 vCPUs): exact counts
 #   exit3      the program's exit status passes through
 # then watchlib/test/wl-api (the C API) on both backends, and watchlib/test/cli.sh if present.
@@ -61,6 +62,7 @@ for b in overflow-write underflow-read use-after-free double-free free-middle fr
   r check-\$b --check -- '$progs/heapbugs' \$b
 done
 r clean --check -- '$progs/clean'
+r sigmalloc --check -- '$progs/sigmalloc'
 r exit3 -w code/rw -- '$progs/exit3'
 if [ "\$2" = guest ]; then
   r threads -w w0 -w w1 -w w2 -w w3 -w shared/r -- '$progs/threads'
@@ -221,6 +223,8 @@ for env in host guest; do
     "B['block'] < h(E[0]['address']) <= B['block'] + 16" "$block" "$at_line" "$alloc"
   check $env clean "clean under --check: malloc(0), realloc, memalign, string functions on exact blocks, qsort, printf, fork: no error, status 0" \
     "rc == 0 and j['exit_status'] == 0" "E == [] and 'errors' in j" "'clean: ok' in out"
+  check $env sigmalloc "--check on a program calling malloc and free in a signal handler: no deadlock, no error" \
+    "rc == 0 and j['exit_status'] == 0" "E == [] and 'errors' in j" "'sigmalloc: ok' in out"
   check $env exit3 "exit3: status 3 passes through (and is in the report); 1 read and 1 write of code" \
     "rc == 3 and j['exit_status'] == 3" "(W[0]['reads'], W[0]['writes']) == (1, 1)"
 done

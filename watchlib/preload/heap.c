@@ -289,14 +289,14 @@ static void *heap_alloc(size_t size, size_t align, int zero)
 	if (h.page_units)
 		lines = (lines + 31 + 32) & ~31u;
 
-	heap_lock();
 	in_agent++;
+	heap_lock();
 	/* mprotect: each block costs up to two mappings; stop before the kernel's limit, leaving
 	 * room for the program's own (see degrade). */
 	if (h.page_units && h.nblocks >= h.max_page_blocks) {
 		degrade();
-		in_agent--;
 		heap_unlock();
+		in_agent--;
 		return __libc_memalign(align ? align : 16, size);
 	}
 	id = new_id();
@@ -305,8 +305,8 @@ static void *heap_alloc(size_t size, size_t align, int zero)
 			ag.blocks[id].next = h.free_ids;
 			h.free_ids = id;
 		}
-		in_agent--;
 		heap_unlock();
+		in_agent--;
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -333,8 +333,8 @@ static void *heap_alloc(size_t size, size_t align, int zero)
 	}
 	protect_live(b);
 	ag.heap_allocs++;
-	in_agent--;
 	heap_unlock();
+	in_agent--;
 	if (ag.heap == HEAP_CHECK) {
 		in_agent++;
 		b->alloc_stack = stack_capture(2);
@@ -378,12 +378,12 @@ static void heap_free(void *p)
 		bad_free(ERR_INVALID_FREE, p, near);
 		return;
 	}
-	heap_lock();
 	in_agent++;
+	heap_lock();
 	b = &ag.blocks[id];
 	if (b->state != BLK_LIVE) {
-		in_agent--;
 		heap_unlock();
+		in_agent--;
 		bad_free(ERR_DOUBLE_FREE, p, id);
 		return;
 	}
@@ -410,8 +410,8 @@ static void heap_free(void *p)
 			give_slot(old);
 		}
 	}
-	in_agent--;
 	heap_unlock();
+	in_agent--;
 	if (ag.heap == HEAP_CHECK) {
 		in_agent++;
 		b->free_stack = stack_capture(2);
@@ -419,7 +419,9 @@ static void heap_free(void *p)
 	}
 }
 
-/* --- the malloc family ------------------------------------------------------------------- */
+/* --- the malloc family ---------------------------------------------------------------------
+ * The lock is released before in_agent drops: a signal handler that allocates in between
+ * would otherwise wait for a lock its own thread holds. */
 
 static int active(void)
 {
