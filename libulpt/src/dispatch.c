@@ -111,14 +111,26 @@ static void on_trap(int sig, siginfo_t *si, void *ucv)
 		ulpt_trap_chain_(&old_trap, sig, si, ucv);
 }
 
+static int step_installed;
+
 int ulpt_step_init_(void)
 {
-	return ulpt_trap_install_(on_trap, &old_trap);
+	int r = ulpt_trap_install_(on_trap, &old_trap);
+
+	step_installed = !r;
+	return r;
 }
 
 void ulpt_step_fini_(void)
 {
-	sigaction(SIGTRAP, &old_trap, NULL);
+	if (step_installed)
+		sigaction(SIGTRAP, &old_trap, NULL);
+	step_installed = 0;
+}
+
+struct sigaction *ulpt_step_chained_(void)
+{
+	return step_installed ? &old_trap : NULL;
 }
 
 /*

@@ -32,6 +32,7 @@
 static unsigned char **table[1u << L1_BITS];
 
 static struct sigaction old_segv, old_trap;
+static int installed;           /* the handlers above are in place */
 
 /* The pages opened for the instruction being single-stepped in this thread. */
 #define MAX_STEP 4
@@ -210,7 +211,15 @@ int ulpt_mprotect_init_(void)
 		sigaction(SIGSEGV, &old_segv, NULL);
 		return e;
 	}
+	installed = 1;
 	return 0;
+}
+
+struct sigaction *ulpt_mprotect_chained_(int sig)
+{
+	if (!installed)
+		return NULL;
+	return sig == SIGSEGV ? &old_segv : sig == SIGTRAP ? &old_trap : NULL;
 }
 
 int ulpt_mprotect_fini_(void)
@@ -235,6 +244,7 @@ int ulpt_mprotect_fini_(void)
 		munmap(l2, sizeof(*l2) << L2_BITS);
 		table[i1] = NULL;
 	}
+	installed = 0;
 	sigaction(SIGSEGV, &old_segv, NULL);
 	sigaction(SIGTRAP, &old_trap, NULL);
 	return 0;

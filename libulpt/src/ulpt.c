@@ -308,6 +308,10 @@ void ulpt_trap_chain_(const struct sigaction *old, int sig, siginfo_t *si, void 
 	sigorset(&m, &m, &old->sa_mask);
 	if (!(old->sa_flags & SA_NODEFER))
 		sigaddset(&m, sig);
+	/* The library's own faults and traps must reach it inside that handler too (a blocked
+	 * SIGTRAP or SIGSEGV raised by the CPU kills the process). */
+	sigdelset(&m, SIGTRAP);
+	sigdelset(&m, SIGSEGV);
 	sigprocmask(SIG_SETMASK, &m, NULL);
 	if (old->sa_flags & SA_SIGINFO)
 		old->sa_sigaction(sig, si, ucv);
@@ -323,3 +327,14 @@ void ulpt_default_segv_(void)
 	_exit(128 + SIGSEGV);          /* SIGSEGV blocked: the default action all the same */
 }
 
+
+struct sigaction *ulpt_chained_action_(int sig)
+{
+	switch (ulpt_lib_state_.backend) {
+	case ULPT_BACKEND_MPROTECT:
+		return ulpt_mprotect_chained_(sig);
+	case ULPT_BACKEND_ULPT:
+		return sig == SIGTRAP ? ulpt_step_chained_() : NULL;
+	}
+	return NULL;
+}

@@ -13,6 +13,7 @@
 #              access's line in main's frame, main in the allocation (and free) backtraces
 #   clean      --check on a correct program doing tricky things: no error, status 0, output kept
 #   sigmalloc  --check on a program that allocates in a signal handler: no deadlock, no error
+#   ownsegv    a program installing its own SIGSEGV and SIGTRAP handlers after the agent started
 #   threads    4 threads on watched ints of one line, in the guest (2 vCPUs): exact counts
 #   exit3      the program's exit status passes through
 # then watchlib/test/wl-api (the C API) on both backends, and watchlib/test/cli.sh if present.
@@ -63,6 +64,7 @@ for b in overflow-write underflow-read use-after-free double-free free-middle fr
 done
 r clean --check -- '$progs/clean'
 r sigmalloc --check -- '$progs/sigmalloc'
+r ownsegv -w counter -- '$progs/ownsegv'
 r exit3 -w code/rw -- '$progs/exit3'
 if [ "\$2" = guest ]; then
   r threads -w w0 -w w1 -w w2 -w w3 -w shared/r -- '$progs/threads'
@@ -223,6 +225,8 @@ for env in host guest; do
     "B['block'] < h(E[0]['address']) <= B['block'] + 16" "$block" "$at_line" "$alloc"
   check $env clean "clean under --check: malloc(0), realloc, memalign, string functions on exact blocks, qsort, printf, fork: no error, status 0" \
     "rc == 0 and j['exit_status'] == 0" "E == [] and 'errors' in j" "'clean: ok' in out"
+  check $env ownsegv "a program with its own SIGSEGV and SIGTRAP handlers keeps them, and the watch counts: 100 writes" \
+    "rc == 0 and 'ownsegv: ok' in out" "W[0]['writes'] == 100 and W[0]['reads'] == 0"
   check $env sigmalloc "--check on a program calling malloc and free in a signal handler: no deadlock, no error" \
     "rc == 0 and j['exit_status'] == 0" "E == [] and 'errors' in j" "'sigmalloc: ok' in out"
   check $env exit3 "exit3: status 3 passes through (and is in the report); 1 read and 1 write of code" \

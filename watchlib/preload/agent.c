@@ -206,10 +206,9 @@ void agent_init(void)
 		say(msg);
 		ag.heap = HEAP_OFF;
 	} else {
-		if (ag.heap != HEAP_OFF) {
-			dl_iterate_phdr(libc_cb, NULL);
+		dl_iterate_phdr(libc_cb, NULL);         /* our own code, libc's, the loader's */
+		if (ag.heap != HEAP_OFF)
 			heap_init();
-		}
 		if (ag.verbose)
 			wl_set_callback(report_hit, NULL);
 		ag.ready = 1;
