@@ -6,9 +6,14 @@
  * - Pages with an empty entry get an ordinary TLB entry: no cost after the fill.
  * - Pages with page-wide rights only get an ordinary entry with those rights removed from
  *   prot, so allowed accesses stay on the fast path and denied ones miss into tlb_fill.
- * - Pages with line rights get a sub-page entry (lg_page_size 0 sets TLB_INVALID_MASK), so
- *   every access comes back here; the entry keeps the page walk's result and the ULPT entry
- *   (ULPT_TLB_ENTRY_EXTRA), and ulpt_tlb_fill_cached answers from it without walking again.
+ * - Pages whose lines deny one kind only (the usual write watchpoint) get an entry whose
+ *   comparator for that kind alone is invalid (PAGE_WRITE_INV, or PAGE_READ_INV from our
+ *   accel/tcg patch): the other kind stays on the inline fast path, and every access of the
+ *   restricted kind comes back here.
+ * - Pages whose lines deny both kinds get a sub-page entry (lg_page_size 0 sets
+ *   TLB_INVALID_MASK), so every access comes back here.
+ *   Both keep the page walk's result and the ULPT entry (ULPT_TLB_ENTRY_EXTRA), and
+ *   ulpt_tlb_fill_cached answers from it without walking again.
  *   Flushes (CR3, INVLPG, view stores) clear that cache along with the TLB.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -303,18 +308,23 @@ bool ulpt_tlb_fill(CPUState *cs, vaddr addr, int size, MMUAccessType type, int m
     if (e.page & ULPT_NX) {
         prot &= ~PAGE_EXEC;
     }
+    /* Page-wide rights: fold them into prot; denied kinds miss into tlb_fill. */
+    if (e.page & ULPT_NR) {
+        prot &= ~PAGE_READ;
+    }
+    if (e.page & ULPT_NW) {
+        prot &= ~PAGE_WRITE;
+    }
     if (e.lines == 0) {
-        /* Page-wide rights only: fold them into prot and keep the fast path. */
-        int folded = prot;
-        if (e.page & ULPT_NR) {
-            folded &= ~PAGE_READ;
-        }
-        if (e.page & ULPT_NW) {
-            folded &= ~PAGE_WRITE;
-        }
-        install(cs, mmu_idx, addr, paddr, folded, lg, ULPT_TLB_NONE, &e);
-    } else {
+        install(cs, mmu_idx, addr, paddr, prot, lg, ULPT_TLB_NONE, &e);
+    } else if ((e.lines & ULPT_LINES_NR_ALL) && (e.lines & ULPT_LINES_NW_ALL)) {
+        /* Lines deny both kinds: every access comes back to ulpt_tlb_fill_cached. */
         install(cs, mmu_idx, addr, paddr, prot, 0, ULPT_TLB_LINES, &e);
+    } else {
+        /* Lines deny one kind only: that kind alone leaves the fast path (every access of
+         * it misses into ulpt_tlb_fill_cached), the other stays inline. */
+        prot |= (e.lines & ULPT_LINES_NR_ALL) ? PAGE_READ_INV : PAGE_WRITE_INV;
+        install(cs, mmu_idx, addr, paddr, prot, TARGET_PAGE_BITS, ULPT_TLB_LINES, &e);
     }
     return true;
 }

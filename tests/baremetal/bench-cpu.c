@@ -9,6 +9,8 @@
 
 static uint8_t plain[PAGE] __attribute__((aligned(4096)));
 static uint8_t lined[PAGE] __attribute__((aligned(4096)));
+static uint8_t wlined[PAGE] __attribute__((aligned(4096)));    /* a line denies writes only */
+static uint8_t rlined[PAGE] __attribute__((aligned(4096)));    /* a line denies reads only */
 static uint8_t watched[PAGE] __attribute__((aligned(4096)));
 static uint8_t toggled[PAGE] __attribute__((aligned(4096)));
 static volatile uint64_t handled;
@@ -85,16 +87,21 @@ void tests(void)
     ulpt_enable((uint64_t)ulpt_entry);
     ulpt_kset((uint64_t)lined, 0, ULPT_LINE_NW(31) | ULPT_LINE_NR(31));
     ulpt_kset((uint64_t)watched, 0, ULPT_LINE_NW(0));
+    ulpt_kset((uint64_t)wlined, 0, ULPT_LINE_NW(31));
+    ulpt_kset((uint64_t)rlined, 0, ULPT_LINE_NR(31));
     /* Warm up, then measure alternately and keep the best of 3 rounds. */
-    uint64_t best[7] = { ~0ull, ~0ull, ~0ull, ~0ull, ~0ull, ~0ull, ~0ull };
+    uint64_t best[11] = { ~0ull, ~0ull, ~0ull, ~0ull, ~0ull, ~0ull, ~0ull, ~0ull, ~0ull, ~0ull,
+                          ~0ull };
     for (int round = 0; round < 4; round++) {
-        uint64_t t[7] = {
+        uint64_t t[11] = {
             run(u_store_loop, plain), run(u_store_loop, lined),
             run(u_load_loop, plain), run(u_load_loop, lined),
             run(u_view_loop, toggled), run(u_fault_loop, watched),
             run(u_view_line_loop, toggled),
+            run(u_load_loop, wlined), run(u_store_loop, rlined),     /* the kind not denied */
+            run(u_store_loop, wlined), run(u_load_loop, rlined),     /* the denied kind */
         };
-        for (int i = 0; i < 7 && round > 0; i++)
+        for (int i = 0; i < 11 && round > 0; i++)
             if (t[i] && t[i] < best[i])
                 best[i] = t[i];
     }
@@ -102,7 +109,7 @@ void tests(void)
     bm_ok(ulpt_phys_entry((uint64_t)toggled)[0] == 0 && ulpt_phys_entry((uint64_t)toggled)[1] == 0,
           "the toggled entry ends empty");
     int all = 1;
-    for (int i = 0; i < 7; i++)
+    for (int i = 0; i < 11; i++)
         all &= best[i] != ~0ull && best[i] != 0;
     bm_ok(all, "all measurements ran");
     /* Picoseconds per operation (per loop iteration, loop overhead included). */
@@ -113,5 +120,9 @@ void tests(void)
     bm_printf("# bench view_store_page_ps %lu\n", best[4] * 1000 / N);
     bm_printf("# bench view_store_line_ps %lu\n", best[6] * 1000 / N);
     bm_printf("# bench fault_round_trip_ps %lu\n", best[5] * 1000 / NF);
+    bm_printf("# bench load_wline_page_ps %lu\n", best[7] * 1000 / N);
+    bm_printf("# bench store_rline_page_ps %lu\n", best[8] * 1000 / N);
+    bm_printf("# bench store_wline_page_ps %lu\n", best[9] * 1000 / N);
+    bm_printf("# bench load_rline_page_ps %lu\n", best[10] * 1000 / N);
     ulpt_disable();
 }

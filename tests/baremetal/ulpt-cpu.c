@@ -119,6 +119,25 @@ static void u_view_then_write(void *v)
     *(volatile uint64_t *)a->target = 0x1234;
 }
 
+/* The same, then a read. */
+static void u_view_then_read(void *v)
+{
+    struct view_args *a = v;
+    a->entry[1] = a->lines;
+    a->entry[0] = a->page;
+    (void)*(volatile uint64_t *)a->target;
+}
+
+/* Self-modifying code: run `mov $1, %eax; ret` at code, patch its immediate, run it again. */
+struct smc_args { uint8_t *code; uint64_t first, second; };
+static void u_smc(void *v)
+{
+    struct smc_args *a = v;
+    a->first = ((uint64_t (*)(void))a->code)() & 0xff;
+    ((volatile uint8_t *)a->code)[1] = 7;
+    a->second = ((uint64_t (*)(void))a->code)() & 0xff;
+}
+
 /* Store through the view, then call the page (its code was translated before). */
 static void u_view_then_call(void *v)
 {
@@ -332,6 +351,66 @@ static void whole_access_tests(void)
           "R-DEL-1: a fetch reports size 0 and start = addr (" FRAME_FMT ")", FRAME_ARGS(&hlog[0]));
 }
 
+/*
+ * Pages whose lines deny one kind only keep the other kind on QEMU's fast path (the TLB
+ * comparator of the denied kind alone is invalid): the rights stay exact for both kinds,
+ * a view store denying the fast kind applies to the next access (R-COH-1), and code on such
+ * pages (self-modifying, NX) behaves as on any other page.
+ */
+static void fast_path_tests(void)
+{
+    uint64_t r;
+    uint8_t *w = tp[4], *rd = tp[5], *code = tp[7];
+
+    ulpt_clear_all();
+    ulpt_enable(0);
+    ulpt_kset(va(w), 0, ULPT_LINE_NW(3));
+    bm_ok(run_user_default(u_read8, w + 384) == 0x80 && run_user_default(u_write8, w) == 0x80,
+          "fast path: on a page whose lines deny writes only, a load from the denied line and a store to another line go through");
+    r = run_user_default(u_write8, w + 392);
+    bm_ok(escalated(r, ULPT_KIND_W, va(w) + 392), "fast path: a store to the write-denied line still faults (vec %lu cr2 %lx)",
+          r, last_trap.cr2);
+    ulpt_kset(va(rd), 0, ULPT_LINE_NR(3));
+    bm_ok(run_user_default(u_write8, rd + 384) == 0x80 && run_user_default(u_read8, rd) == 0x80,
+          "fast path: on a page whose lines deny reads only, a store to the denied line and a load from another line go through");
+    r = run_user_default(u_read8, rd + 400);
+    bm_ok(escalated(r, ULPT_KIND_R, va(rd) + 400), "fast path: a load from the read-denied line still faults (vec %lu cr2 %lx)",
+          r, last_trap.cr2);
+
+    /* R-COH-1 for the kind on the fast path: warm it, then one view store denies it. */
+    bm_ok(run_user_default(u_read8, w + 8) == 0x80, "fast path: loads from the write-only-denied page are warm");
+    struct view_args vr = { ulpt_view_entry(va(w)), 0, ULPT_LINE_NW(3) | ULPT_LINE_NR(0), (uint64_t *)(w + 8) };
+    r = run_user_default(u_view_then_read, &vr);
+    bm_ok(escalated(r, ULPT_KIND_R, va(w) + 8),
+          "R-COH-1 on the fast path: one view store denying reads applies to the next load (vec %lu cr2 %lx)", r, last_trap.cr2);
+    bm_ok(run_user_default(u_write8, rd + 16) == 0x80, "fast path: stores to the read-only-denied page are warm");
+    struct view_args vw = { ulpt_view_entry(va(rd)), 0, ULPT_LINE_NR(3) | ULPT_LINE_NW(0), (uint64_t *)(rd + 16) };
+    r = run_user_default(u_view_then_write, &vw);
+    bm_ok(escalated(r, ULPT_KIND_W, va(rd) + 16),
+          "R-COH-1 on the fast path: one view store denying writes applies to the next store (vec %lu cr2 %lx)", r, last_trap.cr2);
+
+    /* Code on a page whose lines deny writes elsewhere: self-modifying code, then NX. */
+    static const uint8_t ret1[] = { 0xb8, 0x01, 0x00, 0x00, 0x00, 0xc3 };  /* mov $1,%eax; ret */
+    for (unsigned i = 0; i < sizeof(ret1); i++)
+        code[i] = ret1[i];
+    ulpt_kset(va(code), 0, ULPT_LINE_NW(31));
+    struct smc_args sa = { code, 0, 0 };
+    r = run_user_default(u_smc, &sa);
+    bm_ok(r == 0x80 && sa.first == 1 && sa.second == 7,
+          "fast path: self-modifying code on a page with write-denied lines runs the new code (%lu, %lu)", sa.first, sa.second);
+    for (unsigned i = 0; i < sizeof(ret1); i++)
+        code[i] = ret1[i];
+    ulpt_kset(va(code), 0, ULPT_LINE_NW(31) | ULPT_LINE_NR(31));
+    sa = (struct smc_args){ code, 0, 0 };
+    r = run_user_default(u_smc, &sa);
+    bm_ok(r == 0x80 && sa.first == 1 && sa.second == 7,
+          "self-modifying code on a page whose lines deny both kinds runs the new code (%lu, %lu)", sa.first, sa.second);
+    ulpt_kset(va(code), ULPT_NX, ULPT_LINE_NW(31));
+    r = run_user_default(u_call, code);
+    bm_ok(escalated(r, ULPT_KIND_X, va(code)), "fast path: NX on a page with write-denied lines denies the fetch (vec %lu)", r);
+    ulpt_clear_all();
+}
+
 void tests(void)
 {
     unsigned a, b, c, d;
@@ -343,7 +422,7 @@ void tests(void)
         absent_tests();
         return;
     }
-    bm_plan(75 + 14);
+    bm_plan(75 + 14 + 11);
     bm_ok(1, "R-ENUM-1: CPUID.7.0:EDX[6] set");
 
     /* MSRs. */
@@ -652,6 +731,7 @@ void tests(void)
     bm_ok(r == 0x80 && hcount == 1, "R-MSR-3: CTL.EN=1 applies at once");
 
     whole_access_tests();
+    fast_path_tests();
 
     /* A cleared entry restores the fast path: the entry installed afterwards is ordinary,
        so a burst of accesses is fast; here we check the rights, the speed is in the bench. */
