@@ -2,22 +2,59 @@
  * R-COH-2 on two CPUs: CPU 1 keeps writing a page at CPL 3 (so its TLB holds the page),
  * CPU 0 revokes the write right with one store through the view and then raises a flag.
  * Once CPU 1 has seen the flag, its next write must fault: it may never succeed.
+ * Then the same for a kind on QEMU's fast path: CPU 1 keeps reading a page whose lines deny
+ * writes only (its loads never leave the inline path), CPU 0 denies reads of a line with one
+ * view store, and CPU 1's next read of that line must fault.
  */
 #include "bm.h"
 
 static uint8_t tp[PAGE] __attribute__((aligned(4096)));
+static uint8_t tr[PAGE] __attribute__((aligned(4096)));       /* the read phase's page */
+static volatile uint64_t phase, r_iters, r_revoked, r_result, r_fault_addr;
 static uint8_t ap_ustack[4 * PAGE] __attribute__((aligned(16)));
 static volatile uint64_t ap_iters, revoked, ap_result, ap_fault_addr, ap_fault_seen;
 
+static void ap_read_loop(void);
+
+/* Parked at CPL 3 after the write phase, until the read phase starts. */
 static void ap_park(void)
+{
+    for (;;) {
+        if (phase == 2)
+            ap_read_loop();
+        asm volatile("pause");
+    }
+}
+
+static void ap_park_for_good(void)
 {
     for (;;)
         asm volatile("pause");
 }
 
-/* CPU 1's handler: record the fault and park (never retry the write). */
+static void ap_read_loop(void)
+{
+    volatile uint64_t *t = (volatile uint64_t *)tr;
+    for (;;) {
+        uint64_t r = r_revoked;
+        (void)*t;
+        r_iters++;
+        if (r) {
+            r_result = 2;               /* a read succeeded after the flag was seen */
+            ap_park_for_good();
+        }
+    }
+}
+
+/* CPU 1's handler: record the fault and park (never retry the access). */
 void ulpt_handler(uint64_t *f)
 {
+    if (phase == 2) {
+        r_fault_addr = f[ULPT_FRAME_ADDR];
+        r_result = 1;
+        f[ULPT_FRAME_RIP] = (uint64_t)ap_park_for_good;
+        return;
+    }
     ap_fault_addr = f[ULPT_FRAME_ADDR];
     ap_result = 1;
     f[ULPT_FRAME_RIP] = (uint64_t)ap_park;
@@ -54,6 +91,13 @@ static void bsp_revoke(void *p)
     revoked = 1;                                 /* then tell the other thread */
 }
 
+static void bsp_revoke_read(void *p)
+{
+    (void)p;
+    ulpt_view_entry((uint64_t)tr)[1] = ULPT_LINE_NW(31) | ULPT_LINE_NR(0);  /* one store */
+    r_revoked = 1;
+}
+
 static int wait_until(volatile uint64_t *v, uint64_t min)
 {
     for (long t = 0; t < 2000000000L; t++)
@@ -64,7 +108,7 @@ static int wait_until(volatile uint64_t *v, uint64_t min)
 
 void tests(void)
 {
-    bm_plan(4);
+    bm_plan(7);
     ulpt_clear_all();
     ulpt_enable(0);
     if (!bm_ok(start_ap(ap_kernel), "the second CPU started"))
@@ -75,4 +119,13 @@ void tests(void)
     bm_ok(ap_result == 1 && ap_fault_addr == (uint64_t)tp,
           "R-COH-2: CPU 1's next write after seeing the flag faulted (result %lu, fault at %lx)",
           ap_result, ap_fault_addr);
+
+    ulpt_kset((uint64_t)tr, 0, ULPT_LINE_NW(31));     /* loads from tr stay on the fast path */
+    phase = 2;
+    bm_ok(wait_until(&r_iters, 100000), "CPU 1 reads a page whose lines deny writes only (%lu reads)", r_iters);
+    bm_ok(run_user_default(bsp_revoke_read, 0) == 0x80, "CPU 0 denied reads of a line from CPL 3 and raised the flag");
+    wait_until(&r_result, 1);
+    bm_ok(r_result == 1 && r_fault_addr == (uint64_t)tr,
+          "R-COH-2 on the fast path: CPU 1's next read after seeing the flag faulted (result %lu, fault at %lx)",
+          r_result, r_fault_addr);
 }
