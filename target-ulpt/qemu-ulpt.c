@@ -278,13 +278,18 @@ bool ulpt_tlb_fill(CPUState *cs, vaddr addr, int size, MMUAccessType type, int m
     UlptEntry e;
 
     if (ulpt_in_view(env->ulpt.view, addr)) {
-        /* The view is never restricted (R-COH-3); stores to it must come back here. */
+        /*
+         * The view is never restricted (R-COH-3); stores to it must come back here, loads
+         * need not. PAGE_WRITE_INV keeps loads inline, and a locked read-modify-write then
+         * finds a readable entry: with every comparator invalid, QEMU's atomic path took it
+         * for a write-only page and stopped the world, and the view store's cross-CPU sync
+         * restarted the instruction every time (a livelock with two vCPUs).
+         */
         if (type == MMU_DATA_STORE) {
             view_store(cs, addr, size, ra);
-            install(cs, mmu_idx, addr, paddr, prot, 0, ULPT_TLB_VIEW, NULL);
-        } else {
-            install(cs, mmu_idx, addr, paddr, prot & ~PAGE_WRITE, lg, ULPT_TLB_VIEW, NULL);
         }
+        install(cs, mmu_idx, addr, paddr, prot | PAGE_WRITE_INV, TARGET_PAGE_BITS,
+                ULPT_TLB_VIEW, NULL);
         return true;
     }
 

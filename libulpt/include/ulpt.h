@@ -132,9 +132,9 @@ ULPTINLINE int ulpt_page_deny(void *addr, unsigned deny)
 }
 
 /* Sets the denied rights (ULPT_DENY_R, _W) of the 128-byte line that holds addr: a load and a
- * store of the page's line word. Other threads that change lines of the same page at the same
- * time must synchronise with the caller (a locked instruction on the view would do, but costs
- * a stop-the-world step in the emulated CPU). */
+ * store of the page's line word (no locked instruction: cheaper). Other threads that change
+ * lines of the same page at the same time must synchronise with the caller, with a lock or
+ * with their own locked instructions on the view. */
 ULPTINLINE int ulpt_line_deny(void *addr, unsigned deny)
 {
 	if (ulpt_lib_state_.view && (uintptr_t)addr < ULPT_VA_LIMIT_ && !(deny & ~3u)) {

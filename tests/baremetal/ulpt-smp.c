@@ -91,6 +91,17 @@ static void bsp_revoke(void *p)
     revoked = 1;                                 /* then tell the other thread */
 }
 
+/* A locked read-modify-write through the view while CPU 1 runs at CPL 3 on the same table. */
+static void bsp_locked_view_rmw(void *p)
+{
+    (void)p;
+    for (int i = 0; i < 100; i++) {
+        asm volatile("lock orq %1, %0" : "+m"(ulpt_view_entry((uint64_t)tp)[1]) : "r"(ULPT_LINE_NW(7)) : "memory");
+        asm volatile("lock andq %1, %0" : "+m"(ulpt_view_entry((uint64_t)tp)[1]) : "r"(~ULPT_LINE_NW(7)) : "memory");
+    }
+    asm volatile("lock orq %1, %0" : "+m"(ulpt_view_entry((uint64_t)tp)[1]) : "r"(ULPT_LINE_NR(9)) : "memory");
+}
+
 static void bsp_revoke_read(void *p)
 {
     (void)p;
@@ -108,7 +119,7 @@ static int wait_until(volatile uint64_t *v, uint64_t min)
 
 void tests(void)
 {
-    bm_plan(7);
+    bm_plan(8);
     ulpt_clear_all();
     ulpt_enable(0);
     if (!bm_ok(start_ap(ap_kernel), "the second CPU started"))
@@ -128,4 +139,11 @@ void tests(void)
     bm_ok(r_result == 1 && r_fault_addr == (uint64_t)tr,
           "R-COH-2 on the fast path: CPU 1's next read after seeing the flag faulted (result %lu, fault at %lx)",
           r_result, r_fault_addr);
+
+    /* CPU 1 is parked at CPL 3, sharing the table: locked RMWs on the view must complete. */
+    ulpt_kset((uint64_t)tp, 0, 0);
+    uint64_t rv = run_user_default(bsp_locked_view_rmw, 0), lines = ulpt_phys_entry((uint64_t)tp)[1];
+    bm_ok(rv == 0x80 && lines == ULPT_LINE_NR(9),
+          "R-COH-3: 201 locked read-modify-writes through the view complete with another CPU on the table (entry %lx)",
+          lines);
 }
