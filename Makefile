@@ -157,7 +157,7 @@ run: all
 test: all $(UNIT_BINS) $(BM_IMAGES)
 	@tests/tap-run --summary $(UNIT_TESTS) $(UNIT_BINS) $(SUITES)
 
-# `make install PREFIX=DIR`: ulpt-run and what it boots. PREFIX/bin/ulpt-run finds the rest in
+# `make install PREFIX=DIR`: ulpt-run and what it boots, libulpt, and ulpt-watch with its agent. PREFIX/bin/ulpt-run finds the rest in
 # PREFIX/lib/ulpt (QEMU, kernel, initramfs) and PREFIX/libexec/ulpt (guest programs, on PATH
 # in the guest). QEMU takes its firmware from Debian's seabios and qemu-system-data.
 PREFIX ?= /usr/local
@@ -176,6 +176,11 @@ install: all
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(LIBULPT_VERSION)|' libulpt/libulpt.pc.in \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/libulpt.pc
 	install -m 644 libulpt/man/*.3 $(DESTDIR)$(PREFIX)/share/man/man3/
+	# ulpt-watch finds its agent in ../lib/ulpt next to its own directory.
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 755 $(WB)/ulpt-watch $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(WB)/libulpt-watch-agent.so $(DESTDIR)$(PREFIX)/lib/ulpt/
+	install -m 644 watchlib/man/ulpt-watch.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 
 clean:
 	rm -rf $(B)

@@ -19,7 +19,7 @@ ex=$top/build/examples/watch-write
 } | awk '/^1\.\.[0-9]+$/ { next } { print }' > /tmp/.libulpt-suite.$$
 rc=$?
 n=$(grep -c '^\(not \)\{0,1\}ok' /tmp/.libulpt-suite.$$)
-echo "1..$((n + 4))"
+echo "1..$((n + 5))"
 awk '{ if (sub(/^ok [0-9]+ /, "ok " ++i " ") || sub(/^not ok [0-9]+ /, "not ok " ++i " ")) print; else print }' /tmp/.libulpt-suite.$$
 rm -f /tmp/.libulpt-suite.$$
 i=$n
@@ -36,5 +36,8 @@ ok $([[ "$flags" == "-I$inst/include -L$inst/lib -lulpt"* ]]; echo $?) "pkg-conf
 gcc -o "$inst/ex" "$top/examples/watch-write.c" $flags -Wl,-rpath,"$inst/lib" 2>&1 && out=$("$inst/ex" 2>&1)
 ok $([[ "$out" == *"buffer[100] = 'x'"* ]] && [ -f "$inst/share/man/man3/ulpt_protect.3" ]; echo $?) \
    "the example builds against the installed library with pkg-config; man pages installed"
+out=$("$inst/bin/ulpt-watch" -w watched -- "$top/build/watchlib/test/progs/counts" 2>&1)
+ok $([[ "$out" == *"counts: ok"*"watched"*"0 reads, 2000 writes"* ]] && [ -f "$inst/share/man/man1/ulpt-watch.1" ]; echo $?) \
+   "the installed ulpt-watch finds its installed agent; its man page is installed"
 rm -rf "$inst"
 exit $rc
