@@ -410,6 +410,27 @@ static char *specs_env(const struct options *opt)
 	return s;
 }
 
+/* ULPT_WATCH_NAMES (with -v): the specs as typed, one per line, so hits name their watch. */
+static char *names_env(const struct options *opt)
+{
+	char *s = NULL;
+	size_t len = 0, i;
+	FILE *ms = open_memstream(&s, &len);
+
+	if (!ms)
+		die("out of memory");
+	for (i = 0; i < opt->nwatches; i++) {
+		const char *p = opt->watches[i].spec;
+		if (i)
+			fputc('\n', ms);
+		for (; *p; p++)
+			fputc(*p == '\n' ? '?' : *p, ms);
+	}
+	if (fclose(ms))
+		die("out of memory");
+	return s;
+}
+
 static void forward_signal(int sig)
 {
 	int saved = errno;
@@ -441,6 +462,7 @@ static void child_environment(const struct options *opt, const char *agent, cons
 	set_or_unset("ULPT_WATCH_CHECK", opt->check ? "1" : NULL);
 	set_or_unset("ULPT_WATCH_ALIGN", opt->check ? opt->align : NULL);
 	set_or_unset("ULPT_WATCH_VERBOSE", opt->verbose ? "1" : NULL);
+	set_or_unset("ULPT_WATCH_NAMES", opt->verbose && opt->nwatches ? names_env(opt) : NULL);
 	set_or_unset("ULPT_WATCH_FOLLOW_EXEC", opt->follow_exec ? "1" : NULL);
 	set_or_unset("ULPT_BACKEND", strcmp(opt->backend, "auto") ? opt->backend : NULL);
 }

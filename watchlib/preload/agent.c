@@ -5,7 +5,7 @@
  *                      (r: relative to the main program's load base, for PIE symbols)
  *   ULPT_WATCH_HEAP    r, w or rw: watch every heap block (--heap)
  *   ULPT_WATCH_CHECK   1: the heap checker (--check); ULPT_WATCH_ALIGN: N or auto
- *   ULPT_WATCH_VERBOSE 1: print every hit
+ *   ULPT_WATCH_VERBOSE 1: print every hit; ULPT_WATCH_NAMES: the watches' names, one a line
  *   ULPT_WATCH_RESULT  the file to append results to
  *   ULPT_WATCH_FOLLOW_EXEC 1: programs this one execs keep the agent (default: removed from
  *                      LD_PRELOAD, so they run plain)
@@ -27,6 +27,7 @@
 #define MAX_SPECS 4096
 
 static int spec_ids[MAX_SPECS], nspecs;
+static const char *spec_names[MAX_SPECS];
 static uintptr_t spec_addr[MAX_SPECS];
 static size_t spec_len[MAX_SPECS];
 static volatile int init_state;     /* 0, 1 running, 2 done */
@@ -66,6 +67,18 @@ static void add_watches(const char *specs)
 	const char *s = specs;
 
 	dl_iterate_phdr(main_base_cb, &base);
+	/* Names for -v (a copy: the program may change its environment). */
+	const char *names = getenv("ULPT_WATCH_NAMES");
+	char *copy = names ? wl_mem_alloc(strlen(names) + 1) : NULL;
+	if (copy) {
+		strcpy(copy, names);
+		for (int i = 0; i < MAX_SPECS && copy && *copy; i++) {
+			spec_names[i] = copy;
+			copy = strchr(copy, '\n');
+			if (copy)
+				*copy++ = 0;
+		}
+	}
 	while (s && *s && nspecs < MAX_SPECS) {
 		char rel = *s, mode[4] = "";
 		unsigned long long addr, len;
@@ -124,6 +137,15 @@ static int libc_cb(struct dl_phdr_info *info, size_t size, void *data)
 		}
 	}
 	return 0;
+}
+
+/* The name -v gives a watchpoint: its spec as typed, or NULL. */
+const char *agent_watch_name(int id)
+{
+	for (int i = 0; i < nspecs; i++)
+		if (spec_ids[i] == id)
+			return spec_names[i];
+	return NULL;
 }
 
 /* The agent stays out of programs this one execs, unless asked. */

@@ -322,8 +322,13 @@ void report_hit(const struct wl_hit *h, void *arg)
 	in_agent++;
 	symbolize(h->ip, 1, fn, sizeof(fn), loc, sizeof(loc));
 	in_agent--;
-	put(&o, "ulpt-watch: watch %d: %s of %zu bytes at 0x%lx", h->id,
-	    h->kind == WL_WRITE ? "write" : "read", h->size, (unsigned long)h->addr);
+	const char *name = agent_watch_name(h->id);
+	if (name)
+		put(&o, "ulpt-watch: %s: %s of %zu bytes at 0x%lx", name,
+		    h->kind == WL_WRITE ? "write" : "read", h->size, (unsigned long)h->addr);
+	else
+		put(&o, "ulpt-watch: watch %d: %s of %zu bytes at 0x%lx", h->id,
+		    h->kind == WL_WRITE ? "write" : "read", h->size, (unsigned long)h->addr);
 	if (h->kind == WL_WRITE && (h->value_len == 1 || h->value_len == 2 || h->value_len == 4 ||
 				    h->value_len == 8)) {
 		/* An integer-sized value: as a (little-endian, signed) number. */
