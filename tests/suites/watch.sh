@@ -66,6 +66,8 @@ r clean --check -- '$progs/clean'
 r sigmalloc --check -- '$progs/sigmalloc'
 r ownsegv -w counter -- '$progs/ownsegv'
 r verbose -v -w code -- '$progs/exit3'
+r exec -- '$progs/execenv'
+r exec-follow --follow-exec -- '$progs/execenv'
 r exit3 -w code/rw -- '$progs/exit3'
 if [ "\$2" = guest ]; then
   r threads -w w0 -w w1 -w w2 -w w3 -w shared/r -- '$progs/threads'
@@ -230,6 +232,8 @@ for env in host guest; do
     "rc == 0 and 'ownsegv: ok' in out" "W[0]['writes'] == 100 and W[0]['reads'] == 0"
   check $env verbose "-v prints each hit under the watch's name, with the old and new value and the writer" \
     "'ulpt-watch: code: write of 4 bytes' in err and ', 0 -> 3, by main (' in err and W[0]['writes'] == 1"
+  check $env exec "exec: the program the watched one execs runs without the agent" "rc == 0 and 'preload=[]' in out"
+  check $env exec-follow "exec with --follow-exec: the agent stays in LD_PRELOAD" "rc == 0 and 'libulpt-watch-agent.so' in out"
   check $env sigmalloc "--check on a program calling malloc and free in a signal handler: no deadlock, no error" \
     "rc == 0 and j['exit_status'] == 0" "E == [] and 'errors' in j" "'sigmalloc: ok' in out"
   check $env exit3 "exit3: status 3 passes through (and is in the report); 1 read and 1 write of code" \
