@@ -67,6 +67,7 @@ r sigmalloc --check -- '$progs/sigmalloc'
 r ownsegv -w counter -- '$progs/ownsegv'
 r verbose -v -w code -- '$progs/exit3'
 r exec -- '$progs/execenv'
+r twofrees --check -- '$progs/twofrees'
 r exec-follow --follow-exec -- '$progs/execenv'
 r exit3 -w code/rw -- '$progs/exit3'
 if [ "\$2" = guest ]; then
@@ -234,6 +235,8 @@ for env in host guest; do
     "'ulpt-watch: code: write of 4 bytes' in err and ', 0 -> 3, by main (' in err and W[0]['writes'] == 1"
   check $env exec "exec: the program the watched one execs runs without the agent" "rc == 0 and 'preload=[]' in out"
   check $env exec-follow "exec with --follow-exec: the agent stays in LD_PRELOAD" "rc == 0 and 'libulpt-watch-agent.so' in out"
+  check $env twofrees "--check: double frees at two call sites are two errors; a site's repeats are reported once" \
+    "rc == 0 and len(E) == 2" "all(e['kind'] == 'double-free' for e in E)" "E[0]['ip'] != E[1]['ip']"
   check $env sigmalloc "--check on a program calling malloc and free in a signal handler: no deadlock, no error" \
     "rc == 0 and j['exit_status'] == 0" "E == [] and 'errors' in j" "'sigmalloc: ok' in out"
   check $env exit3 "exit3: status 3 passes through (and is in the report); 1 read and 1 write of code" \

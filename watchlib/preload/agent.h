@@ -98,8 +98,8 @@ struct err {
 	pid_t tid;
 	uint32_t block;             /* 0: none */
 };
-uint32_t stack_capture(int skip) WL_HIDDEN;                 /* 0 if none */
-void report_error(const struct err *e, void *uc) WL_HIDDEN; /* uc: the signal context or NULL */
+uint32_t stack_capture(void) WL_HIDDEN;     /* the caller of malloc or free: a depot id, 0 if none */
+void report_error(struct err *e) WL_HIDDEN;
 void report_hit(const struct wl_hit *h, void *arg) WL_HIDDEN;
 
 #endif

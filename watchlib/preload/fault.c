@@ -195,7 +195,7 @@ enum ulpt_action agent_fault(struct ulpt_fault *f, void *arg)
 			};
 			p->ip = 0;
 			in_agent++;
-			report_error(&e, NULL);
+			report_error(&e);
 			in_agent--;
 			return ULPT_PERMIT;
 		}

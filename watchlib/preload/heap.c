@@ -337,7 +337,7 @@ static void *heap_alloc(size_t size, size_t align, int zero)
 	in_agent--;
 	if (ag.heap == HEAP_CHECK) {
 		in_agent++;
-		b->alloc_stack = stack_capture(2);
+		b->alloc_stack = stack_capture();
 		in_agent--;
 	}
 	return (void *)user;
@@ -363,7 +363,7 @@ static void bad_free(enum err_kind kind, const void *p, uint32_t id)
 		.block = id,
 	};
 	in_agent++;
-	report_error(&e, NULL);
+	report_error(&e);
 	in_agent--;
 }
 
@@ -414,7 +414,7 @@ static void heap_free(void *p)
 	in_agent--;
 	if (ag.heap == HEAP_CHECK) {
 		in_agent++;
-		b->free_stack = stack_capture(2);
+		b->free_stack = stack_capture();
 		in_agent--;
 	}
 }

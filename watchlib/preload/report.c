@@ -91,12 +91,11 @@ static int in_agent_code(uintptr_t pc)
 
 /* The stack of the caller of the agent's entry point (malloc, free): the agent's own frames,
  * the first ones, are left out. */
-uint32_t stack_capture(int skip)
+uint32_t stack_capture(void)
 {
 	void *pcs[MAX_FRAMES + 8];
 	int n = unw_backtrace(pcs, MAX_FRAMES + 8), i = 0;
 
-	(void)skip;
 	while (i < n && in_agent_code((uintptr_t)pcs[i]))
 		i++;
 	if (n - i > MAX_FRAMES)
@@ -248,7 +247,7 @@ static int seen_before(const struct err *e)
 	return 0;
 }
 
-void report_error(const struct err *e, void *uc)
+void report_error(struct err *e)
 {
 	static struct out human, rec;       /* large: not on the (signal) stack; under the lock */
 	static volatile int lock;
@@ -257,13 +256,12 @@ void report_error(const struct err *e, void *uc)
 	const char *acc = e->access == WL_WRITE ? "write" : e->access == WL_READ ? "read" : "free";
 	int n;
 
-	(void)uc;
+	n = stack_from(e->access ? e->ip : 0, pcs, MAX_FRAMES);
+	if (!e->access && n)
+		e->ip = pcs[0];        /* a bad free: its caller, before telling errors apart by ip */
 	if (seen_before(e))
 		return;
 	__atomic_add_fetch(&ag.errors, 1, __ATOMIC_RELAXED);
-	n = stack_from(e->access ? e->ip : 0, pcs, MAX_FRAMES);
-	if (!e->access && n)
-		((struct err *)e)->ip = pcs[0];
 	spin(&lock);
 	human.n = rec.n = 0;
 	put(&human, "==%d== ERROR: ulpt-watch: %s on address 0x%lx at pc 0x%lx thread %d\n",
