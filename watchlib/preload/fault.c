@@ -118,7 +118,7 @@ static enum ulpt_action heap_fault_(struct ulpt_fault *f)
 	struct wl_access acc = { f->start, f->size, f->kind == ULPT_DENY_R, f->kind == ULPT_DENY_W };
 	uintptr_t s, e;
 
-	if (!f->size && !(f->size == 0 && f->kind == ULPT_DENY_X)) {
+	if (!f->size && f->kind != ULPT_DENY_X) {     /* mprotect: the instruction tells the size */
 		if (wl_decode(f->ip, f->addr, &acc) < 0) {
 			acc.start = f->addr;
 			acc.size = 1;
