@@ -389,46 +389,32 @@ static char *make_result_file(void)
 	return path;
 }
 
-/* ULPT_WATCH_SPECS: "<r|a>:<addr-hex>:<len>:<mode>" joined by ';', in -w order. */
-static char *specs_env(const struct options *opt)
+/*
+ * The watches for the agent, in -w order:
+ *   *specs: ULPT_WATCH_SPECS, "<r|a>:<addr-hex>:<len>:<mode>" joined by ';';
+ *   *names: ULPT_WATCH_NAMES (used with -v), the specs as typed, one per line, so hits name
+ *           their watch.
+ */
+static void watches_env(const struct options *opt, char **specs, char **names)
 {
-	char *s = NULL;
-	size_t len = 0, i;
-	FILE *ms = open_memstream(&s, &len);
+	size_t slen = 0, nlen = 0;
+	FILE *sm = open_memstream(specs, &slen), *nm = open_memstream(names, &nlen);
 
-	if (!ms)
+	if (!sm || !nm)
 		die("out of memory");
-	for (i = 0; i < opt->nwatches; i++) {
+	for (size_t i = 0; i < opt->nwatches; i++) {
 		const struct watch *w = &opt->watches[i];
 
-		fprintf(ms, "%s%c:0x%llx:%llu:%s", i ? ";" : "", w->relative ? 'r' : 'a',
+		fprintf(sm, "%s%c:0x%llx:%llu:%s", i ? ";" : "", w->relative ? 'r' : 'a',
 			(unsigned long long)w->addr, (unsigned long long)w->len,
 			mode_name(w->mode));
-	}
-	if (fclose(ms))
-		die("out of memory");
-	return s;
-}
-
-/* ULPT_WATCH_NAMES (with -v): the specs as typed, one per line, so hits name their watch. */
-static char *names_env(const struct options *opt)
-{
-	char *s = NULL;
-	size_t len = 0, i;
-	FILE *ms = open_memstream(&s, &len);
-
-	if (!ms)
-		die("out of memory");
-	for (i = 0; i < opt->nwatches; i++) {
-		const char *p = opt->watches[i].spec;
 		if (i)
-			fputc('\n', ms);
-		for (; *p; p++)
-			fputc(*p == '\n' ? '?' : *p, ms);
+			fputc('\n', nm);
+		for (const char *p = w->spec; *p; p++)
+			fputc(*p == '\n' ? '?' : *p, nm);
 	}
-	if (fclose(ms))
+	if (fclose(sm) || fclose(nm))
 		die("out of memory");
-	return s;
 }
 
 static void forward_signal(int sig)
@@ -450,7 +436,8 @@ static void set_or_unset(const char *name, const char *value)
 
 /* In the child: the agent's settings. Ours are unset when not wanted, so values left in the
  * environment (say by an outer ulpt-watch) do not leak into this run. */
-static void child_environment(const struct options *opt, const char *agent, const char *specs)
+static void child_environment(const struct options *opt, const char *agent, const char *specs,
+			      const char *names)
 {
 	const char *old = getenv("LD_PRELOAD");
 	char *preload = old && old[0] ? xasprintf("%s:%s", agent, old) : xstrdup(agent);
@@ -462,7 +449,7 @@ static void child_environment(const struct options *opt, const char *agent, cons
 	set_or_unset("ULPT_WATCH_CHECK", opt->check ? "1" : NULL);
 	set_or_unset("ULPT_WATCH_ALIGN", opt->check ? opt->align : NULL);
 	set_or_unset("ULPT_WATCH_VERBOSE", opt->verbose ? "1" : NULL);
-	set_or_unset("ULPT_WATCH_NAMES", opt->verbose && opt->nwatches ? names_env(opt) : NULL);
+	set_or_unset("ULPT_WATCH_NAMES", opt->verbose && opt->nwatches ? names : NULL);
 	set_or_unset("ULPT_WATCH_FOLLOW_EXEC", opt->follow_exec ? "1" : NULL);
 	set_or_unset("ULPT_BACKEND", strcmp(opt->backend, "auto") ? opt->backend : NULL);
 }
@@ -476,7 +463,7 @@ int main(int argc, char **argv)
 	struct report rep;
 	struct rusage ru;
 	sigset_t fwdset, oldmask;
-	char *prog, *agent, *specs;
+	char *prog, *agent, *specs, *names;
 	int status, code, exec_errno = 0, pipefd[2];
 	FILE *json = NULL;
 	pid_t pid;
@@ -486,7 +473,7 @@ int main(int argc, char **argv)
 	prog = find_program(opt.argv[0]);
 	check_program_and_resolve(prog, opt.watches, opt.nwatches);
 	agent = find_agent();
-	specs = specs_env(&opt);
+	watches_env(&opt, &specs, &names);
 	result_path = make_result_file();
 	if (opt.json) {
 		json = fopen(opt.json, "we");
@@ -523,7 +510,7 @@ int main(int argc, char **argv)
 		sigaction(SIGHUP, &old_hup, NULL);
 		sigprocmask(SIG_SETMASK, &oldmask, NULL);
 		close(pipefd[0]);
-		child_environment(&opt, agent, specs);
+		child_environment(&opt, agent, specs, names);
 		execv(prog, opt.argv);
 		e = errno;
 		fprintf(stderr, "ulpt-watch: cannot execute %s: %s\n", prog, strerror(e));
