@@ -6,15 +6,12 @@
  * - Pages with an empty entry get an ordinary TLB entry: no cost after the fill.
  * - Pages with page-wide rights only get an ordinary entry with those rights removed from
  *   prot, so allowed accesses stay on the fast path and denied ones miss into tlb_fill.
- * - Pages whose lines deny one kind only (the usual write watchpoint) get an entry whose
- *   comparator for that kind alone is invalid (PAGE_WRITE_INV, or PAGE_READ_INV from our
- *   accel/tcg patch): the other kind stays on the inline fast path, and every access of the
- *   restricted kind comes back here.
- * - Pages whose lines deny both kinds get a sub-page entry (lg_page_size 0 sets
- *   TLB_INVALID_MASK), so every access comes back here.
- *   Both keep the page walk's result and the ULPT entry (ULPT_TLB_ENTRY_EXTRA), and
- *   ulpt_tlb_fill_cached answers from it without walking again.
- *   Flushes (CR3, INVLPG, view stores) clear that cache along with the TLB.
+ * - Pages with line rights get a page entry that keeps the ULPT entry (ULPT_TLB_ENTRY_EXTRA)
+ *   and sets TLB_CHECK (our accel/tcg patch) for each kind that some line denies: that kind
+ *   leaves the inline fast path, and QEMU's slow path asks ulpt_tlb_check, which answers
+ *   from the entry with no miss, refill or walk. A kind no line denies stays inline (the
+ *   usual write watchpoint's page keeps its loads fast). Flushes (CR3, INVLPG, view stores)
+ *   clear the entry along with its rights.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -202,6 +199,11 @@ static void view_store(CPUState *cs, vaddr addr, int size, uintptr_t ra)
      * may set NX, so those also drop the page's translated-code lookups.
      */
     for (page = first; page <= last; page += TARGET_PAGE_SIZE) {
+        /* The view's own rights are ignored (R-COH-3): its entries, the one being stored
+         * through included (tlb_check must keep it), have nothing to forget. */
+        if (ulpt_in_view(env->ulpt.view, page)) {
+            continue;
+        }
         tlb_flush_page_entry_by_mmuidx(cs, page,
                                        env->ulpt.user32 ? ULPT_USER_IDXMAP : 1 << MMU_USER64_IDX,
                                        page_word);
@@ -230,42 +232,23 @@ static void view_store(CPUState *cs, vaddr addr, int size, uintptr_t ra)
     }
 }
 
-bool ulpt_tlb_fill_cached(CPUState *cs, vaddr addr, int size, MMUAccessType type,
-                          int mmu_idx, bool probe, uintptr_t ra)
+void ulpt_tlb_check(CPUState *cs, vaddr addr, int size, MMUAccessType type, int mmu_idx,
+                    CPUTLBEntryFull *full, uintptr_t ra)
 {
     CPUX86State *env = cs->env_ptr;
-    uintptr_t index = tlb_index(env, mmu_idx, addr);
-    CPUTLBEntry *te = tlb_entry(env, mmu_idx, addr);
-    CPUTLBEntryFull *full = &env_tlb(env)->d[mmu_idx].fulltlb[index];
-    target_ulong cmp = type == MMU_DATA_LOAD ? te->addr_read :
-                       type == MMU_DATA_STORE ? te->addr_write : te->addr_code;
-    unsigned kind, reason, bad;
-    UlptEntry e;
+    unsigned kind = kind_of(type), reason, bad;
+    UlptEntry e = { .page = full->ulpt_page, .lines = full->ulpt_lines };
 
-    /* Only a live sub-page entry of ours for this page, valid for this kind of access. */
-    if (full->ulpt_kind != ULPT_TLB_LINES && full->ulpt_kind != ULPT_TLB_VIEW) {
-        return false;
-    }
-    if (cmp == (target_ulong)-1 || !(cmp & TLB_INVALID_MASK) ||
-        (cmp & TARGET_PAGE_MASK) != (addr & TARGET_PAGE_MASK)) {
-        return false;
-    }
     if (full->ulpt_kind == ULPT_TLB_VIEW) {
-        if (type == MMU_DATA_STORE) {
-            view_store(cs, addr, size, ra);
-        }
-        return true;
+        view_store(cs, addr, size, ra);          /* only stores are checked on the view */
+        return;
     }
     env->ulpt_stats.checks++;
-    kind = kind_of(type);
-    e.page = full->ulpt_page;
-    e.lines = full->ulpt_lines;
     reason = ulpt_check(&e, false, kind, addr & ~TARGET_PAGE_MASK, size, &bad);
     if (reason && !(kind & permitted_kinds(env))) {
-        return violation(cs, (addr & TARGET_PAGE_MASK) | bad, addr, size, kind, reason, &e,
-                         probe, ra);
+        violation(cs, (addr & TARGET_PAGE_MASK) | bad, addr, size, kind, reason, &e, false,
+                  ra);
     }
-    return true;
 }
 
 bool ulpt_tlb_fill(CPUState *cs, vaddr addr, int size, MMUAccessType type, int mmu_idx,
@@ -279,16 +262,16 @@ bool ulpt_tlb_fill(CPUState *cs, vaddr addr, int size, MMUAccessType type, int m
 
     if (ulpt_in_view(env->ulpt.view, addr)) {
         /*
-         * The view is never restricted (R-COH-3); stores to it must come back here, loads
-         * need not. PAGE_WRITE_INV keeps loads inline, and a locked read-modify-write then
-         * finds a readable entry: with every comparator invalid, QEMU's atomic path took it
-         * for a write-only page and stopped the world, and the view store's cross-CPU sync
-         * restarted the instruction every time (a livelock with two vCPUs).
+         * The view is never restricted (R-COH-3); stores to it go to ulpt_tlb_check
+         * (TLB_CHECK), loads stay inline. A locked read-modify-write then finds a readable
+         * entry: with every comparator invalid, QEMU's atomic path took it for a write-only
+         * page and stopped the world, and the view store's cross-CPU sync restarted the
+         * instruction every time (a livelock with two vCPUs).
          */
         if (type == MMU_DATA_STORE) {
             view_store(cs, addr, size, ra);
         }
-        install(cs, mmu_idx, addr, paddr, prot | PAGE_WRITE_INV, TARGET_PAGE_BITS,
+        install(cs, mmu_idx, addr, paddr, prot | PAGE_WRITE_CHECK, TARGET_PAGE_BITS,
                 ULPT_TLB_VIEW, NULL);
         return true;
     }
@@ -322,15 +305,16 @@ bool ulpt_tlb_fill(CPUState *cs, vaddr addr, int size, MMUAccessType type, int m
     }
     if (e.lines == 0) {
         install(cs, mmu_idx, addr, paddr, prot, lg, ULPT_TLB_NONE, &e);
-    } else if ((e.lines & ULPT_LINES_NR_ALL) && (e.lines & ULPT_LINES_NW_ALL)) {
-        /* Lines deny both kinds: every access comes back to ulpt_tlb_fill_cached. */
-        install(cs, mmu_idx, addr, paddr, prot, 0, ULPT_TLB_LINES, &e);
-    } else {
-        /* Lines deny one kind only: that kind alone leaves the fast path (every access of
-         * it misses into ulpt_tlb_fill_cached), the other stays inline. */
-        prot |= (e.lines & ULPT_LINES_NR_ALL) ? PAGE_READ_INV : PAGE_WRITE_INV;
-        install(cs, mmu_idx, addr, paddr, prot, TARGET_PAGE_BITS, ULPT_TLB_LINES, &e);
+        return true;
     }
+    /* Line rights: each kind some line denies goes to ulpt_tlb_check, the others inline. */
+    if (e.lines & ULPT_LINES_NR_ALL) {
+        prot |= PAGE_READ_CHECK;
+    }
+    if (e.lines & ULPT_LINES_NW_ALL) {
+        prot |= PAGE_WRITE_CHECK;
+    }
+    install(cs, mmu_idx, addr, paddr, prot, TARGET_PAGE_BITS, ULPT_TLB_LINES, &e);
     return true;
 }
 

@@ -21,15 +21,19 @@ static inline void ulpt_update_hflags(CPUX86State *env)
 }
 
 /*
- * x86_cpu_tlb_fill, a user MMU index (is_mmu_index_user), ULPT enabled. ulpt_tlb_fill_cached runs first: it answers
- * from the TLB entry of a page with line rights (no page walk) and returns true when done.
- * ulpt_tlb_fill runs after a successful page walk, installs the TLB entry itself and returns
- * true, or handles a violation (returns false only for a probe).
+ * x86_cpu_tlb_fill, a user MMU index (is_mmu_index_user), ULPT enabled: ulpt_tlb_fill runs
+ * after a successful page walk, installs the TLB entry itself and returns true, or handles a
+ * violation (returns false only for a probe).
  */
-bool ulpt_tlb_fill_cached(CPUState *cs, vaddr addr, int size, MMUAccessType type,
-                          int mmu_idx, bool probe, uintptr_t ra);
 bool ulpt_tlb_fill(CPUState *cs, vaddr addr, int size, MMUAccessType type, int mmu_idx,
                    bool probe, uintptr_t ra, hwaddr paddr, int prot, int page_size);
+/*
+ * tcg_ops->tlb_check: an access of a kind that some line of the page denies, or a store to
+ * the view (the entry has TLB_CHECK). Returns if it may go on, else delivers or escalates
+ * the violation.
+ */
+void ulpt_tlb_check(CPUState *cs, vaddr addr, int size, MMUAccessType type, int mmu_idx,
+                    CPUTLBEntryFull *full, uintptr_t ra);
 
 /* RDMSR/WRMSR of MSR_ULPT_*: false means #GP. */
 bool ulpt_rdmsr(CPUX86State *env, uint32_t msr, uint64_t *val);

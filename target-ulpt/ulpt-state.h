@@ -31,7 +31,7 @@ typedef struct UlptStats {
 /* TLB entry extension (TARGET_PAGE_ENTRY_EXTRA): what ULPT installed the entry for. */
 enum {
     ULPT_TLB_NONE = 0,   /* ordinary entry */
-    ULPT_TLB_LINES,      /* sub-page entry of a page with line rights: checked per access */
+    ULPT_TLB_LINES,      /* page with line rights: TLB_CHECK kinds go to ulpt_tlb_check */
     ULPT_TLB_ONCE,       /* sub-page entry for one permitted access */
     ULPT_TLB_VIEW,       /* a page of the table view */
 };
