@@ -227,7 +227,7 @@ for env in host guest; do
   check $env check-memcpy-overflow "--check: memcpy of 17 bytes into malloc(16) inside libc: heap-overflow write, main in the backtrace" \
     "${common[@]}" "all(e['kind'] == 'heap-overflow' and e['access'] == 'write' for e in E)" \
     "B['block'] < h(E[0]['address']) <= B['block'] + 16" "$block" "$at_line" "$alloc"
-  check $env clean "clean under --check: malloc(0), realloc, memalign, string functions on exact blocks, qsort, printf, fork: no error, status 0" \
+  check $env clean "clean under --check: malloc(0), realloc, memalign, string functions on exact blocks, memcmp before a freed block, qsort, printf, fork: no error, status 0" \
     "rc == 0 and j['exit_status'] == 0" "E == [] and 'errors' in j" "'clean: ok' in out"
   check $env ownsegv "a program with its own SIGSEGV and SIGTRAP handlers keeps them, and the watch counts: 100 writes" \
     "rc == 0 and 'ownsegv: ok' in out" "W[0]['writes'] == 100 and W[0]['reads'] == 0"

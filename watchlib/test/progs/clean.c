@@ -10,6 +10,8 @@
  *     memmove, memset, strdup on strings of every length 0..300 in blocks of exactly
  *     length + 1 bytes (libc's vector routines read aligned chunks past the terminator:
  *     legal, since they never cross into another page, and must not be reported)
+ *   - memcmp of the last 1..31 bytes of a block whose next slot holds a freed block (libc
+ *     reads a 32-byte chunk from there on, over the freed bytes)
  *   - qsort of a heap array, printf of doubles (%f, %g, %e)
  *   - fork: the child frees a block and exits; the parent frees its own copy of it
  */
@@ -187,6 +189,25 @@ static void forking(void)
 	free(p);
 }
 
+static void before_freed(void)
+{
+	char key[40];
+
+	/* a ends at a line boundary; b's slot comes right after a's, b starts 8 bytes into its
+	 * first line, and is freed. libc's memcmp of a's last n bytes reads 32 bytes from there
+	 * on: past a's end, over b's freed bytes. */
+	memset(key, 'k', sizeof(key));
+	for (size_t n = 1; n <= 31; n++) {
+		char *a = malloc(100), *b = malloc(120);
+
+		memset(a, 'k', 100);
+		free(b);
+		CHECK(memcmp(a + 100 - n, key, n) == 0);
+		CHECK(memcmp(key, a + 100 - n, n) == 0);
+		free(a);
+	}
+}
+
 int main(void)
 {
 	zero_size();
@@ -194,6 +215,7 @@ int main(void)
 	callocs_aligned();
 	odd_sizes();
 	strings();
+	before_freed();
 	sorting_printing();
 	forking();
 	printf("clean: %s\n", failed ? "FAILED" : "ok");
