@@ -59,9 +59,10 @@ r nopie -w $addr:4/rw -- '$nopie'
 hm=rw; [ "\$2" = guest ] || hm=w
 r heap --heap=\$hm -- '$progs/heap'
 r heapxx --heap=\$hm -- '$progs/heapxx'
-for b in overflow-write underflow-read use-after-free double-free free-middle free-stack memcpy-overflow; do
+for b in overflow-write underflow-read underflow-far-read use-after-free double-free free-middle free-stack memcpy-overflow; do
   r check-\$b --check -- '$progs/heapbugs' \$b
 done
+r check-underflow-read-exact --check --redzone=exact -- '$progs/heapbugs' underflow-read
 r clean --check -- '$progs/clean'
 r sigmalloc --check -- '$progs/sigmalloc'
 r ownsegv -w counter -- '$progs/ownsegv'
@@ -204,12 +205,21 @@ for env in host guest; do
     "${common[@]}" "${access[@]}" "E[0]['kind'] == 'heap-overflow' and E[0]['access'] == 'write'" \
     "$block" "$at_line" "$alloc"
   if [ $env = guest ]; then
-  check $env check-underflow-read "--check: a 1-byte read before malloc(16): heap-overflow, read, block-1" \
+  check $env check-underflow-read-exact "--check --redzone=exact: a 1-byte read before malloc(16): heap-overflow, read, block-1" \
+    "${common[@]}" "${access[@]}" "E[0]['kind'] == 'heap-overflow' and E[0]['access'] == 'read'" \
+    "$block" "$at_line" "$alloc"
+  check $env check-underflow-read "--check (red-zone lines): a 1-byte read before malloc(16) is in its open first line: not caught, as documented" \
+    "rc == 0 and len(E) == 0" "B is not None"
+  check $env check-underflow-far-read "--check: a read 120 bytes before malloc(16), in the red-zone line: heap-overflow, read, block-120" \
     "${common[@]}" "${access[@]}" "E[0]['kind'] == 'heap-overflow' and E[0]['access'] == 'read'" \
     "$block" "$at_line" "$alloc"
   else
   # mprotect gives each block whole pages, the block at the end: block-1 is in its own page.
   check $env check-underflow-read "--check on mprotect: a 1-byte read before malloc(16) is not caught (whole-page layout, as documented)" \
+    "rc == 0 and len(E) == 0" "B is not None"
+  check $env check-underflow-read-exact "--check --redzone=exact on mprotect: the same, whole pages whatever --redzone says" \
+    "rc == 0 and len(E) == 0" "B is not None"
+  check $env check-underflow-far-read "--check on mprotect: a read 120 bytes before malloc(16) is in the block's page: not caught" \
     "rc == 0 and len(E) == 0" "B is not None"
   fi
   check $env check-use-after-free "--check: a read of a freed block of 20: use-after-free, read, block+4; allocated and freed in main" \

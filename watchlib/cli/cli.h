@@ -65,6 +65,7 @@ struct options {
 	const char *heap;           /* NULL, "r", "w" or "rw" */
 	int check;
 	const char *align;          /* NULL (not given), "auto" or the number as typed */
+	const char *redzone;        /* NULL (not given), "line" or "exact" */
 	const char *json;
 	int verbose;
 	const char *backend;        /* "auto", "ulpt" or "mprotect" */

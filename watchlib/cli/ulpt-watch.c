@@ -126,6 +126,8 @@ static void usage(FILE *out)
 	      "      --heap[=r|w|rw]    watch every heap allocation (default w)\n"
 	      "      --check            heap error checker (overflow, use-after-free, bad free)\n"
 	      "      --align=N|auto     with --check: block alignment, a power of two 1..4096\n"
+	      "      --redzone=line|exact  with --check: a red-zone line before each block\n"
+	      "                         (default), or also the bytes before it in its line\n"
 	      "      --json FILE        write a JSON report to FILE instead of the summary\n"
 	      "  -v, --verbose          the agent prints each hit\n"
 	      "      --backend B        auto (default), ulpt or mprotect\n"
@@ -140,13 +142,14 @@ static void usage(FILE *out)
 /* The -w/--align/--backend values are checked here, the rest after getopt (see main). */
 static void parse_options(int argc, char **argv, struct options *opt)
 {
-	enum { OPT_HEAP = 256, OPT_CHECK, OPT_ALIGN, OPT_JSON, OPT_BACKEND, OPT_FOLLOW,
-	       OPT_VERSION };
+	enum { OPT_HEAP = 256, OPT_CHECK, OPT_ALIGN, OPT_REDZONE, OPT_JSON, OPT_BACKEND,
+	       OPT_FOLLOW, OPT_VERSION };
 	static const struct option longopts[] = {
 		{"watch", required_argument, NULL, 'w'},
 		{"heap", optional_argument, NULL, OPT_HEAP},
 		{"check", no_argument, NULL, OPT_CHECK},
 		{"align", required_argument, NULL, OPT_ALIGN},
+		{"redzone", required_argument, NULL, OPT_REDZONE},
 		{"json", required_argument, NULL, OPT_JSON},
 		{"verbose", no_argument, NULL, 'v'},
 		{"backend", required_argument, NULL, OPT_BACKEND},
@@ -191,6 +194,11 @@ static void parse_options(int argc, char **argv, struct options *opt)
 				    optarg);
 			opt->align = xasprintf("%u", (unsigned)n);
 			break;
+		case OPT_REDZONE:
+			if (strcmp(optarg, "line") && strcmp(optarg, "exact"))
+				die("bad --redzone '%s' (line or exact)", optarg);
+			opt->redzone = optarg;
+			break;
 		case OPT_JSON:
 			opt->json = optarg;
 			break;
@@ -233,6 +241,8 @@ static void parse_options(int argc, char **argv, struct options *opt)
 		die("choose one of --heap and --check");
 	if (opt->align && !opt->check)
 		die("--align works only with --check");
+	if (opt->redzone && !opt->check)
+		die("--redzone works only with --check");
 	if (opt->check && !opt->align)
 		opt->align = "auto";
 }
@@ -448,6 +458,7 @@ static void child_environment(const struct options *opt, const char *agent, cons
 	set_or_unset("ULPT_WATCH_HEAP", opt->heap);
 	set_or_unset("ULPT_WATCH_CHECK", opt->check ? "1" : NULL);
 	set_or_unset("ULPT_WATCH_ALIGN", opt->check ? opt->align : NULL);
+	set_or_unset("ULPT_WATCH_REDZONE", opt->check ? opt->redzone : NULL);
 	set_or_unset("ULPT_WATCH_VERBOSE", opt->verbose ? "1" : NULL);
 	set_or_unset("ULPT_WATCH_NAMES", opt->verbose && opt->nwatches ? names : NULL);
 	set_or_unset("ULPT_WATCH_FOLLOW_EXEC", opt->follow_exec ? "1" : NULL);

@@ -4,7 +4,8 @@
  *   ULPT_WATCH_SPECS   watches: "<r|a>:<hex address>:<length>:<r|w|rw>" joined by ';'
  *                      (r: relative to the main program's load base, for PIE symbols)
  *   ULPT_WATCH_HEAP    r, w or rw: watch every heap block (--heap)
- *   ULPT_WATCH_CHECK   1: the heap checker (--check); ULPT_WATCH_ALIGN: N or auto
+ *   ULPT_WATCH_CHECK   1: the heap checker (--check); ULPT_WATCH_ALIGN: N or auto;
+ *                      ULPT_WATCH_REDZONE: line (default) or exact
  *   ULPT_WATCH_VERBOSE 1: print every hit; ULPT_WATCH_NAMES: the watches' names, one a line
  *   ULPT_WATCH_RESULT  the file to append results to
  *   ULPT_WATCH_FOLLOW_EXEC 1: programs this one execs keep the agent (default: removed from
@@ -205,6 +206,7 @@ void agent_init(void)
 		ag.align = v && strcmp(v, "auto") ? (unsigned)strtoul(v, NULL, 10) : 0;
 		if (ag.align & (ag.align - 1) || ag.align > 4096)
 			ag.align = 0;
+		ag.redzone_exact = (v = getenv("ULPT_WATCH_REDZONE")) && !strcmp(v, "exact");
 	} else if ((v = getenv("ULPT_WATCH_HEAP")) && *v) {
 		ag.heap = HEAP_WATCH;
 		ag.heap_kinds = (strchr(v, 'r') ? ULPT_DENY_R : 0) | (strchr(v, 'w') ? ULPT_DENY_W : 0);

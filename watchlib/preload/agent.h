@@ -21,9 +21,10 @@
 enum heap_mode { HEAP_OFF, HEAP_WATCH, HEAP_CHECK };
 
 /* The arena every block of --heap and --check comes from. Each block is end-aligned to a line;
- * the denied bytes before it in its first line (or a red-zone line, when there are none) are
- * its left red zone and the previous slot's right one (heap.c):
- *   [slack | user bytes ........................][slack | next block ...]
+ * with --check a red-zone line before it is its left red zone and the previous slot's right
+ * one (with --redzone=exact the denied bytes before it in its first line are, when there are
+ * some; heap.c):
+ *   [red zone | slack | user bytes ..............][red zone | slack | next block ...]
  * owner[] maps every line of the arena to the block whose slot holds it. */
 #define LINE_SHIFT      7
 #define LINE_BYTES      (1u << LINE_SHIFT)
@@ -47,6 +48,7 @@ struct agent {
 	enum heap_mode heap;
 	unsigned heap_kinds;        /* WL_READ | WL_WRITE denied on heap blocks (--heap) */
 	unsigned align;             /* 0: auto (the size's natural alignment, up to 16) */
+	int redzone_exact;          /* --redzone=exact: a block's first line is denied too */
 	int verbose;
 	int result_fd;
 	pid_t pid;                  /* the process that writes the results */

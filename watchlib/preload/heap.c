@@ -7,10 +7,15 @@
  *
  * Layout (agent.h): each block ends exactly at a line boundary, so an access one byte past its
  * end lands in the next line, whose rights deny it; aligned vector reads never cross a line
- * boundary, so they never touch it. The bytes of a block's first line before the block are
- * denied with the line and told apart in the fault handler: they are the block's left red zone
- * and the previous block's right one. A block with no such bytes (a multiple of the line) gets
- * a whole red-zone line before it. With --check, freed blocks keep every line denied while they wait in a
+ * boundary, so they never touch it. With --check, a whole red-zone line before each block is
+ * its left red zone and the previous block's right one, and every line that holds block bytes
+ * is open: the program's own accesses never fault. The slack before the block in its first
+ * line is open too, so an underflow is caught once it is past that slack (up to 127 bytes).
+ * --redzone=exact catches it at the first byte: the slack is denied with the block's first
+ * line, which then needs no red-zone line before it (a block with no slack, a multiple of the
+ * line, still gets one), and every access to that line faults and is told apart in the fault
+ * handler; small blocks use half the memory but every access to them faults.
+ * With --check, freed blocks keep every line denied while they wait in a
  * quarantine (16 MiB, first in first out) before their slot is reused.
  *
  * On the mprotect backend a denied page cannot be handed to a system call (the kernel's copy
@@ -255,6 +260,8 @@ static void protect_live(const struct blk *b)
 			heap_set_lines(lo, hi - lo, 0);
 		return;
 	}
+	if (!ag.redzone_exact)
+		in_lo = line_of(b->user);               /* the first line, slack and all */
 	if (b->size && in_hi > in_lo)
 		heap_set_lines(in_lo, in_hi - in_lo, 0);
 }
@@ -277,11 +284,13 @@ static void *heap_alloc(size_t size, size_t align, int zero)
 	need = (size + a - 1) & ~(a - 1);
 	if (!need)
 		need = a < 16 ? 16 : a;     /* malloc(0): a unique pointer, every byte a red zone */
-	/* A block whose first line has bytes before it needs no red-zone line of its own: those
-	 * bytes, denied with the line, are its left red zone and the previous block's right one.
-	 * A block that fills its first line gets a red-zone line before it. Alignments above a
-	 * line: red-zone lines enough to place the block on a multiple. */
-	rz = (need & (LINE_BYTES - 1)) ? 0 : 1;
+	/* --check: a red-zone line before the block. With --redzone=exact (and on mprotect's
+	 * whole pages), a block whose first line has bytes before it needs none: those bytes,
+	 * denied with the line, are its left red zone and the previous block's right one.
+	 * Alignments above a line: red-zone lines enough to place the block on a multiple. */
+	rz = !(need & (LINE_BYTES - 1));
+	if (ag.heap == HEAP_CHECK && !ag.redzone_exact && !h.page_units)
+		rz = 1;
 	if (a > LINE_BYTES)
 		rz = (uint32_t)(a / LINE_BYTES);
 	lines = rz + (uint32_t)((need + LINE_BYTES - 1) / LINE_BYTES);

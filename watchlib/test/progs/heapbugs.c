@@ -6,6 +6,9 @@
  * (or free). Expected report, one error each:
  *   overflow-write   heap-overflow    write  addr = block + 13, size 1, block of 13
  *   underflow-read   heap-overflow    read   addr = block - 1, size 1, block of 16
+ *                    (with --redzone=exact; by default it is in the block's open first line)
+ *   underflow-far-read heap-overflow  read   addr = block - 120, size 1, block of 16 (past
+ *                    the 112 bytes before the block in its first line, in the red-zone line)
  *   use-after-free   use-after-free   read   addr = block + 4, size 1, block of 20; "freed" has main
  *   double-free      double-free      free   addr = block, block of 24; "freed" has main
  *   free-middle      invalid-free     free   addr = block + 8, block of 32
@@ -43,6 +46,10 @@ int main(int argc, char **argv)
 		p = malloc(16);
 		say(bug, p, 16, p - 1, __LINE__ + 1);
 		sink = p[-1];
+	} else if (!strcmp(bug, "underflow-far-read")) {
+		p = malloc(16);
+		say(bug, p, 16, p - 120, __LINE__ + 1);
+		sink = p[-120];
 	} else if (!strcmp(bug, "use-after-free")) {
 		q = malloc(20);
 		memset(q, 1, 20);
@@ -68,8 +75,8 @@ int main(int argc, char **argv)
 		say(bug, q, 16, q + 16, __LINE__ + 1);
 		memcpy(q, src, 17);
 	} else {
-		fprintf(stderr, "usage: heapbugs overflow-write|underflow-read|use-after-free|"
-			"double-free|free-middle|free-stack|memcpy-overflow\n");
+		fprintf(stderr, "usage: heapbugs overflow-write|underflow-read|underflow-far-read|"
+			"use-after-free|double-free|free-middle|free-stack|memcpy-overflow\n");
 		return 2;
 	}
 	(void)sink;
