@@ -74,8 +74,8 @@ cat >"$T/fake.c" <<'EOF'
 __attribute__((constructor)) static void fake_agent(void)
 {
 	static const char *names[] = {"ULPT_WATCH_SPECS", "ULPT_WATCH_HEAP", "ULPT_WATCH_CHECK",
-		"ULPT_WATCH_ALIGN", "ULPT_WATCH_VERBOSE", "ULPT_WATCH_FOLLOW_EXEC", "ULPT_BACKEND",
-		"LD_PRELOAD", NULL};
+		"ULPT_WATCH_ALIGN", "ULPT_WATCH_REDZONE", "ULPT_WATCH_VERBOSE",
+		"ULPT_WATCH_FOLLOW_EXEC", "ULPT_BACKEND", "LD_PRELOAD", NULL};
 	const char *env = getenv("FAKE_AGENT_ENV"), *res = getenv("ULPT_WATCH_RESULT");
 	const char *text = getenv("FAKE_AGENT_RESULT");
 	FILE *f;
@@ -149,6 +149,8 @@ check "--heap/--check message" has "ulpt-watch: choose one of --heap and --check
 bad "--align without --check" --align=16 -- "$P"
 bad "--align not a power of two" --check --align=3 -- "$P"
 bad "--align above 4096" --check --align=8192 -- "$P"
+bad "--redzone without --check" --redzone=line -- "$P"
+bad "--redzone neither line nor exact" --check --redzone=page -- "$P"
 bad "bad --heap mode" --heap=x -- "$P"
 bad "bad --backend" --backend fast -- "$P"
 ULPT_WATCH_AGENT=/nonexistent bad "agent not found, with a known symbol" -w counter -- "$P"
@@ -195,6 +197,10 @@ check "--check sets ULPT_WATCH_CHECK=1, ULPT_WATCH_ALIGN=auto" \
 	eval '[ "$(envval ULPT_WATCH_CHECK)" = 1 ] && [ "$(envval ULPT_WATCH_ALIGN)" = auto ]'
 run --check --align=0x40 -- "$P"
 check "--align=0x40 sets ULPT_WATCH_ALIGN=64" [ "$(envval ULPT_WATCH_ALIGN)" = 64 ]
+run --check --redzone=exact -- "$P"
+check "--redzone=exact sets ULPT_WATCH_REDZONE=exact" [ "$(envval ULPT_WATCH_REDZONE)" = exact ]
+run --check -- "$P"
+check "--check alone leaves ULPT_WATCH_REDZONE unset (the agent's default, line)" [ "$(envval ULPT_WATCH_REDZONE)" = "<unset>" ]
 run -v --follow-exec --backend mprotect -- "$P"
 check "-v, --follow-exec, --backend mprotect reach the agent" \
 	eval '[ "$(envval ULPT_WATCH_VERBOSE)" = 1 ] && [ "$(envval ULPT_WATCH_FOLLOW_EXEC)" = 1 ] && [ "$(envval ULPT_BACKEND)" = mprotect ]'
