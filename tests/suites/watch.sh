@@ -63,6 +63,8 @@ for b in overflow-write underflow-read underflow-far-read use-after-free double-
   r check-\$b --check -- '$progs/heapbugs' \$b
 done
 r check-underflow-read-exact --check --redzone=exact -- '$progs/heapbugs' underflow-read
+r check-overflow-odd-write --check -- '$progs/heapbugs' overflow-odd-write
+r check-overflow-odd-write-a1 --check --align=1 -- '$progs/heapbugs' overflow-odd-write
 r clean --check -- '$progs/clean'
 r sigmalloc --check -- '$progs/sigmalloc'
 r ownsegv -w counter -- '$progs/ownsegv'
@@ -201,9 +203,14 @@ for env in host guest; do
   block="E[0]['block'] and h(E[0]['block']['address']) == B['block'] and E[0]['block']['size'] == B['size']"
   access=("len(E) == 1" "E[0]['address'] and h(E[0]['address']) == B['addr']" "E[0]['size'] == 1"
           "fns(E[0]['backtrace'])[:1] == ['main']")
-  check $env check-overflow-write "--check: a 1-byte write past malloc(13): heap-overflow, write, block+13, in main at its line" \
+  check $env check-overflow-write "--check: a 1-byte write past malloc(24): heap-overflow, write, block+24, in main at its line" \
     "${common[@]}" "${access[@]}" "E[0]['kind'] == 'heap-overflow' and E[0]['access'] == 'write'" \
     "$block" "$at_line" "$alloc"
+  check $env check-overflow-odd-write-a1 "--check --align=1: a 1-byte write past malloc(13): heap-overflow, write, block+13" \
+    "${common[@]}" "${access[@]}" "E[0]['kind'] == 'heap-overflow' and E[0]['access'] == 'write'" \
+    "$block" "$at_line" "$alloc"
+  check $env check-overflow-odd-write "--check: a 1-byte write past malloc(13) is in its 8-byte alignment's padding: not caught, as documented" \
+    "rc == 0 and len(E) == 0" "B is not None"
   if [ $env = guest ]; then
   check $env check-underflow-read-exact "--check --redzone=exact: a 1-byte read before malloc(16): heap-overflow, read, block-1" \
     "${common[@]}" "${access[@]}" "E[0]['kind'] == 'heap-overflow' and E[0]['access'] == 'read'" \

@@ -24,8 +24,11 @@
  * red zone is the page after it, and an underflow is caught only past the block's first page.
  *
  * Alignment: --align=N places blocks at multiples of N; the default ("auto") is the size's own
- * alignment up to 16 (a 13-byte block gets 1, a 24-byte block 8, a 48-byte block 16), which is
- * all an object that fills the block can need, and keeps the end exact for every size.
+ * alignment, at least 8 and up to 16 (a 13-byte block gets 8, a 24-byte block 8, a 48-byte block
+ * 16): programs keep pointer tags in the low bits of what malloc returns (CPython fails to start
+ * with 1-byte alignment), and a size that is a multiple of 8 still ends exactly at its red zone.
+ * Other sizes have up to 7 bytes of padding after them, open with the block's last line (with
+ * --redzone=exact, denied with it); --align=1 makes every end exact.
  *
  * Locking: one lock; a thread holding it is "in the agent", and an allocation made then (by a
  * signal handler, or by libunwind or libdw inside the agent) comes from watchlib's own memory.
@@ -231,7 +234,7 @@ static unsigned natural_align(size_t size)
 {
 	unsigned a = 16;
 
-	while (a > 1 && (size & (a - 1)))
+	while (a > 8 && (size & (a - 1)))
 		a >>= 1;
 	return a;
 }
@@ -260,8 +263,11 @@ static void protect_live(const struct blk *b)
 			heap_set_lines(lo, hi - lo, 0);
 		return;
 	}
-	if (!ag.redzone_exact)
-		in_lo = line_of(b->user);               /* the first line, slack and all */
+	if (!ag.redzone_exact) {
+		/* The first line, slack and all; the last, with the alignment padding. */
+		in_lo = line_of(b->user);
+		in_hi = (uint32_t)((end - base + LINE_BYTES - 1) >> LINE_SHIFT);
+	}
 	if (b->size && in_hi > in_lo)
 		heap_set_lines(in_lo, in_hi - in_lo, 0);
 }
@@ -276,9 +282,7 @@ static void *heap_alloc(size_t size, size_t align, int zero)
 		errno = ENOMEM;
 		return NULL;
 	}
-	a = natural_align(size);
-	if (ag.align > a)
-		a = ag.align;
+	a = ag.align ? ag.align : natural_align(size);
 	if (align > a)
 		a = align;
 	need = (size + a - 1) & ~(a - 1);

@@ -4,7 +4,9 @@
  *     heapbugs: BUG block=0xADDR size=N addr=0xADDR line=L
  * giving the block, the address the report must name and the source line of the bad access
  * (or free). Expected report, one error each:
- *   overflow-write   heap-overflow    write  addr = block + 13, size 1, block of 13
+ *   overflow-write   heap-overflow    write  addr = block + 24, size 1, block of 24
+ *   overflow-odd-write heap-overflow  write  addr = block + 13, size 1, block of 13 (caught
+ *                    with --align=1; by default the block has 3 bytes of padding after it)
  *   underflow-read   heap-overflow    read   addr = block - 1, size 1, block of 16
  *                    (with --redzone=exact; by default it is in the block's open first line)
  *   underflow-far-read heap-overflow  read   addr = block - 120, size 1, block of 16 (past
@@ -39,6 +41,10 @@ int main(int argc, char **argv)
 	volatile char sink;
 
 	if (!strcmp(bug, "overflow-write")) {
+		p = malloc(24);
+		say(bug, p, 24, p + 24, __LINE__ + 1);
+		p[24] = 'x';
+	} else if (!strcmp(bug, "overflow-odd-write")) {
 		p = malloc(13);
 		say(bug, p, 13, p + 13, __LINE__ + 1);
 		p[13] = 'x';
@@ -75,7 +81,8 @@ int main(int argc, char **argv)
 		say(bug, q, 16, q + 16, __LINE__ + 1);
 		memcpy(q, src, 17);
 	} else {
-		fprintf(stderr, "usage: heapbugs overflow-write|underflow-read|underflow-far-read|"
+		fprintf(stderr, "usage: heapbugs overflow-write|overflow-odd-write|underflow-read|"
+			"underflow-far-read|"
 			"use-after-free|double-free|free-middle|free-stack|memcpy-overflow\n");
 		return 2;
 	}
