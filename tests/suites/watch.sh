@@ -66,6 +66,7 @@ r check-underflow-read-exact --check --redzone=exact -- '$progs/heapbugs' underf
 r check-overflow-odd-write --check -- '$progs/heapbugs' overflow-odd-write
 r check-overflow-odd-write-a1 --check --align=1 -- '$progs/heapbugs' overflow-odd-write
 r clean --check -- '$progs/clean'
+r clean-a1 --check --align=1 -- '$progs/clean'
 r sigmalloc --check -- '$progs/sigmalloc'
 r ownsegv -w counter -- '$progs/ownsegv'
 r verbose -v -w code -- '$progs/exit3'
@@ -245,6 +246,8 @@ for env in host guest; do
     "${common[@]}" "all(e['kind'] == 'heap-overflow' and e['access'] == 'write' for e in E)" \
     "B['block'] < h(E[0]['address']) <= B['block'] + 16" "$block" "$at_line" "$alloc"
   check $env clean "clean under --check: malloc(0), realloc, memalign, string functions on exact blocks, memcmp before a freed block, qsort, printf, fork: no error, status 0" \
+    "rc == 0 and j['exit_status'] == 0" "E == [] and 'errors' in j" "'clean: ok' in out"
+  check $env clean-a1 "clean under --check --align=1 (string ends at their red zone; strcmp near a page end reads on in 8- and 4-byte chunks): no error" \
     "rc == 0 and j['exit_status'] == 0" "E == [] and 'errors' in j" "'clean: ok' in out"
   check $env ownsegv "a program with its own SIGSEGV and SIGTRAP handlers keeps them, and the watch counts: 100 writes" \
     "rc == 0 and 'ownsegv: ok' in out" "W[0]['writes'] == 100 and W[0]['reads'] == 0"

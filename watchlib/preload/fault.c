@@ -60,17 +60,20 @@ static enum err_kind classify(uintptr_t s, uintptr_t e, uintptr_t ip, int reads_
 		return 0;
 	/* libc's vectorised string routines (strlen, strcmp, strchr...) read whole chunks
 	 * around the bytes they want: aligned chunks, and unaligned ones that stop short of a
-	 * page boundary. A vector read of 16 bytes or more that overlaps a live block is one of
-	 * those when it is aligned or made by libc's (or the loader's) code, not a bug. Writes
+	 * page boundary (near one, strcmp goes on in 8- and 4-byte chunks). A read that overlaps
+	 * a live block is one of those when it is made by libc's (or the loader's) code and is 4
+	 * bytes or more, or elsewhere is an aligned vector read of 16 bytes or more; not a bug
+	 * (a read overflow inside libc is caught at its first chunk wholly past the block). Writes
 	 * are never excused, nor reads of freed blocks, except by an unaligned libc chunk that
 	 * starts in a live block's bytes (reading on past its end) or ends in them (the last
 	 * chunk of a buffer, loaded back from its end, as memcmp does): the freed bytes it
 	 * also covers are not the ones the routine wants. */
-	if (reads_only && e - s >= 16 && (!(s & (e - s - 1)) || in_libc(ip)) &&
-	    (overlaps(b, s, e, BLK_LIVE) || overlaps(c, s, e, BLK_LIVE)) &&
+	int chunk = reads_only && (in_libc(ip) ? e - s >= 4 : e - s >= 16 && !(s & (e - s - 1)));
+
+	if (chunk && (overlaps(b, s, e, BLK_LIVE) || overlaps(c, s, e, BLK_LIVE)) &&
 	    !overlaps(b, s, e, BLK_FREED) && !overlaps(c, s, e, BLK_FREED))
 		return 0;
-	if (reads_only && e - s >= 16 && in_libc(ip) &&
+	if (chunk && in_libc(ip) &&
 	    (overlaps(b, s, s + 1, BLK_LIVE) || overlaps(c, e - 1, e, BLK_LIVE)))
 		return 0;
 	if (overlaps(b, s, e, BLK_FREED) || overlaps(c, s, e, BLK_FREED)) {

@@ -12,6 +12,8 @@
  *     legal, since they never cross into another page, and must not be reported)
  *   - memcmp of the last 1..31 bytes of a block whose next slot holds a freed block (libc
  *     reads a 32-byte chunk from there on, over the freed bytes)
+ *   - strcmp of heap strings against a key that ends at a page boundary (libc goes on in
+ *     8-byte chunks there, past the heap string's end)
  *   - qsort of a heap array, printf of doubles (%f, %g, %e)
  *   - fork: the child frees a block and exits; the parent frees its own copy of it
  */
@@ -189,6 +191,27 @@ static void forking(void)
 	free(p);
 }
 
+/*
+ * strcmp near a page end goes on in 8-byte chunks, which can read past the end of the other
+ * string's block: the key ends 0..39 bytes before a page boundary, the heap strings at their
+ * red zone (or 8-byte alignment padding).
+ */
+static void strcmp_page_end(void)
+{
+	static char page[8192] __attribute__((aligned(4096)));
+
+	for (size_t n = 1; n <= 48; n++)
+		for (size_t d = 0; d < 40; d++) {
+			char *key = page + 4096 - n - 1 - d, *s = malloc(n + 1);
+
+			memset(key, 'a' + n % 26, n);
+			key[n] = 0;
+			memcpy(s, key, n + 1);
+			CHECK(strcmp(key, s) == 0 && strcmp(s, key) == 0);
+			free(s);
+		}
+}
+
 static void before_freed(void)
 {
 	char key[40];
@@ -216,6 +239,7 @@ int main(void)
 	odd_sizes();
 	strings();
 	before_freed();
+	strcmp_page_end();
 	sorting_printing();
 	forking();
 	printf("clean: %s\n", failed ? "FAILED" : "ok");
