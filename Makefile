@@ -15,7 +15,7 @@ UNIT_TESTS := $(wildcard tests/unit/*.sh)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/*.c))
 SUITES := $(wildcard tests/suites/*.sh tests/suites/*.py)
 
-.PHONY: all deps qemu kernel initramfs libulpt watchlib run test install clean
+.PHONY: all deps qemu kernel initramfs libulpt watchlib run test bench bench-quick install clean
 all: qemu kernel initramfs libulpt watchlib
 
 deps:
@@ -156,6 +156,13 @@ run: all
 
 test: all $(UNIT_BINS) $(BM_IMAGES)
 	@tests/tap-run --summary $(UNIT_TESTS) $(UNIT_BINS) $(SUITES)
+
+# The evaluation (scripts/bench): everything in the guest; writes build/bench/results.json,
+# docs/results.md and docs/bench-*.png, prints a summary. bench-quick: under 10 minutes.
+bench: all
+	@scripts/bench --no-build
+bench-quick: all
+	@scripts/bench --no-build --quick
 
 # `make install PREFIX=DIR`: ulpt-run and what it boots, libulpt, and ulpt-watch with its agent. PREFIX/bin/ulpt-run finds the rest in
 # PREFIX/lib/ulpt (QEMU, kernel, initramfs) and PREFIX/libexec/ulpt (guest programs, on PATH
