@@ -18,8 +18,12 @@ SUITES := $(wildcard tests/suites/*.sh tests/suites/*.py)
 .PHONY: all deps qemu kernel initramfs libulpt watchlib run test bench bench-quick install clean
 all: qemu kernel initramfs libulpt watchlib
 
-deps:
+# install-deps runs once, and again whenever it changes (it lists the packages): the stamp
+# keeps make from asking dpkg about every package on every call.
+deps: $(B)/.deps-stamp
+$(B)/.deps-stamp: scripts/install-deps
 	@scripts/install-deps
+	@mkdir -p $(@D) && touch $@
 
 qemu: | deps
 	@scripts/build-qemu
