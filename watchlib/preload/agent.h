@@ -47,7 +47,7 @@ struct blk {
 struct agent {
 	enum heap_mode heap;
 	unsigned heap_kinds;        /* WL_READ | WL_WRITE denied on heap blocks (--heap) */
-	unsigned align;             /* 0: auto (the size's natural alignment, up to 16) */
+	unsigned align;             /* 0: auto (the size's own alignment, 8 to 16) */
 	int redzone_exact;          /* --redzone=exact: a block's first line is denied too */
 	int verbose;
 	int result_fd;

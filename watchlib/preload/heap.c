@@ -152,13 +152,18 @@ static void degrade(void)
 	h.degraded = 1;
 }
 
-/* Sets the rights of n arena lines from first; called with the lock held. */
-void heap_set_lines(uint32_t first, uint32_t n, unsigned deny)
+static void shadow_fill(uint32_t first, uint32_t n, unsigned deny)
+{
+	for (uint32_t l = first; l < first + n; l++)
+		h.shadow[l] = (uint8_t)deny;
+}
+
+/* Gives the pages that hold n arena lines from first their lines' rights from the shadow:
+ * one store to the view per page (ULPT), or an mprotect when the page's rights change. */
+static void publish(uint32_t first, uint32_t n)
 {
 	uint32_t end = first + n;
 
-	for (uint32_t l = first; l < end; l++)
-		h.shadow[l] = (uint8_t)deny;
 	for (uint32_t pl = first & ~31u; pl < end; pl += 32) {
 		char *page = ag.arena + ((uintptr_t)pl << LINE_SHIFT);
 		uint64_t word = 0;
@@ -178,6 +183,13 @@ void heap_set_lines(uint32_t first, uint32_t n, unsigned deny)
 			h.page_deny[pl / 32] = (uint8_t)any;
 		}
 	}
+}
+
+/* Sets the rights of n arena lines from first; called with the lock held. */
+void heap_set_lines(uint32_t first, uint32_t n, unsigned deny)
+{
+	shadow_fill(first, n, deny);
+	publish(first, n);
 }
 
 static uint32_t new_id(void)
@@ -248,28 +260,29 @@ static void protect_live(const struct blk *b)
 	uint32_t in_lo = (uint32_t)((b->user - base + LINE_BYTES - 1) >> LINE_SHIFT);
 	uint32_t in_hi = (uint32_t)((end - base) >> LINE_SHIFT);       /* lines [in_lo, in_hi) */
 
+	/* The whole slot's rights go into the shadow first, then to the pages once. */
 	if (ag.heap == HEAP_WATCH) {
 		uint32_t lo = line_of(b->user), hi = line_of(end + LINE_BYTES - 1);
-		heap_set_lines(b->first_line, b->lines, 0);
+		shadow_fill(b->first_line, b->lines, 0);
 		if (b->size)
-			heap_set_lines(lo, hi - lo, ag.heap_kinds);
-		return;
-	}
-	heap_set_lines(b->first_line, b->lines, ULPT_DENY_RW);
-	if (h.page_units) {
+			shadow_fill(lo, hi - lo, ag.heap_kinds);
+	} else if (h.page_units) {
 		/* Every page that holds block bytes stays open; the red zone is whole pages. */
 		uint32_t lo = line_of(b->user) & ~31u, hi = (line_of(end + 4095) & ~31u);
+		shadow_fill(b->first_line, b->lines, ULPT_DENY_RW);
 		if (b->size)
-			heap_set_lines(lo, hi - lo, 0);
-		return;
+			shadow_fill(lo, hi - lo, 0);
+	} else {
+		if (!ag.redzone_exact) {
+			/* The first line, slack and all; the last, with the alignment padding. */
+			in_lo = line_of(b->user);
+			in_hi = (uint32_t)((end - base + LINE_BYTES - 1) >> LINE_SHIFT);
+		}
+		shadow_fill(b->first_line, b->lines, ULPT_DENY_RW);
+		if (b->size && in_hi > in_lo)
+			shadow_fill(in_lo, in_hi - in_lo, 0);
 	}
-	if (!ag.redzone_exact) {
-		/* The first line, slack and all; the last, with the alignment padding. */
-		in_lo = line_of(b->user);
-		in_hi = (uint32_t)((end - base + LINE_BYTES - 1) >> LINE_SHIFT);
-	}
-	if (b->size && in_hi > in_lo)
-		heap_set_lines(in_lo, in_hi - in_lo, 0);
+	publish(b->first_line, b->lines);
 }
 
 static void *heap_alloc(size_t size, size_t align, int zero)
