@@ -14,6 +14,10 @@ GUEST_TESTS := $(patsubst tests/guest/%.c,$(B)/guest/tests/%,$(wildcard tests/gu
 UNIT_TESTS := $(wildcard tests/unit/*.sh)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/*.c))
 SUITES := $(wildcard tests/suites/*.sh tests/suites/*.py)
+# Single-source compiles write the headers they read (the installed kernel uapi headers among
+# them) to $@.d, so a header change rebuilds what includes it; -MP keeps a removed header from
+# breaking the build.
+DEPFLAGS = -MMD -MP -MF $@.d
 
 .PHONY: all deps qemu kernel initramfs libulpt watchlib run test bench bench-quick install clean
 all: qemu kernel initramfs libulpt watchlib
@@ -35,10 +39,10 @@ initramfs: $(INITRAMFS)
 
 $(B)/guest/bin/%: guest/%.c guest/ulpt-handler.h include/ulpt/arch.h | kernel
 	@mkdir -p $(@D)
-	$(CC) $(GUEST_CFLAGS) -o $@ $<
+	$(CC) $(GUEST_CFLAGS) $(DEPFLAGS) -o $@ $<
 $(B)/guest/tests/%: tests/guest/%.c tests/guest/tap.h guest/ulpt-handler.h include/ulpt/arch.h | kernel
 	@mkdir -p $(@D)
-	$(CC) $(GUEST_CFLAGS) -Itests/guest -o $@ $< -lpthread
+	$(CC) $(GUEST_CFLAGS) $(DEPFLAGS) -Itests/guest -o $@ $< -lpthread
 
 $(INITRAMFS): $(GUEST_PROGS) $(GUEST_TESTS) guest/init tests/tap-run scripts/build-initramfs | kernel
 	@scripts/build-initramfs $@
@@ -46,7 +50,7 @@ $(INITRAMFS): $(GUEST_PROGS) $(GUEST_TESTS) guest/init tests/tap-run scripts/bui
 # The kernel's uapi header and the ABI header agree (needs the installed kernel headers).
 $(B)/tests/unit/abi-agree: tests/unit/abi-agree.c include/ulpt/arch.h tests/guest/tap.h | kernel
 	@mkdir -p $(@D)
-	$(CC) -O2 -g -Wall -Wextra -Werror -Iinclude -I$(B)/linux/headers/include -Itests/guest -o $@ $<
+	$(CC) -O2 -g -Wall -Wextra -Werror $(DEPFLAGS) -Iinclude -I$(B)/linux/headers/include -Itests/guest -o $@ $<
 
 # Host unit tests of the ULPT decision logic, built against target-ulpt/ulpt.c.
 $(B)/tests/unit/%: tests/unit/%.c target-ulpt/ulpt.c target-ulpt/ulpt.h include/ulpt/arch.h tests/guest/tap.h
@@ -74,11 +78,11 @@ LIB_OBJS := $(LB)/ulpt.o $(LB)/mprotect.o $(LB)/dispatch.o $(LB)/entry.o
 LIB_HDRS := libulpt/include/ulpt.h libulpt/src/internal.h libulpt/src/uapi.h include/ulpt/arch.h
 $(LB)/%.o: libulpt/src/%.c $(LIB_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(LIB_CFLAGS) -c -o $@ $<
+	$(CC) $(LIB_CFLAGS) $(DEPFLAGS) -c -o $@ $<
 $(LB)/dispatch.o: LIB_CFLAGS += -mgeneral-regs-only
 $(LB)/%.o: libulpt/src/%.S include/ulpt/arch.h
 	@mkdir -p $(@D)
-	$(CC) $(LIB_CFLAGS) -c -o $@ $<
+	$(CC) $(LIB_CFLAGS) $(DEPFLAGS) -c -o $@ $<
 $(LB)/libulpt.a: $(LIB_OBJS)
 	rm -f $@ && ar rcs $@ $^
 $(LB)/$(LIBULPT_SONAME).1.0: $(LIB_OBJS)
@@ -116,10 +120,10 @@ WL_CFLAGS_watch := -mgeneral-regs-only -fno-tree-loop-distribute-patterns
 WL_CFLAGS_fault := $(WL_CFLAGS_watch)
 $(WB)/%.o: watchlib/src/%.c $(WL_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(WL_CFLAGS) $(WL_CFLAGS_$*) -c -o $@ $<
+	$(CC) $(WL_CFLAGS) $(WL_CFLAGS_$*) $(DEPFLAGS) -c -o $@ $<
 $(WB)/preload/%.o: watchlib/preload/%.c $(WL_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(WL_CFLAGS) $(WL_CFLAGS_$*) -ftls-model=initial-exec -c -o $@ $<
+	$(CC) $(WL_CFLAGS) $(WL_CFLAGS_$*) -ftls-model=initial-exec $(DEPFLAGS) -c -o $@ $<
 $(WB)/libwatch.a: $(WL_OBJS) $(LIB_OBJS)
 	rm -f $@ && ar rcs $@ $^
 $(WB)/libulpt-watch-agent.so: $(AGENT_OBJS) $(WL_OBJS) $(LIB_OBJS)
@@ -195,3 +199,7 @@ install: all
 
 clean:
 	rm -rf $(B)
+
+# The dependency files of the compiles above (only our own build directories: QEMU's and the
+# kernel's trees have their own).
+-include $(wildcard $(B)/guest/*/*.d $(B)/tests/unit/*.d $(B)/libulpt/*.d $(B)/watchlib/*.d $(B)/watchlib/preload/*.d)

@@ -5,7 +5,7 @@
 import os, re, socket, subprocess, sys, tempfile, time
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-QEMU = os.path.join(TOP, "build/qemu/obj/qemu-system-x86_64")
+BAREMETAL = os.path.join(TOP, "scripts/ulpt-baremetal")
 IMAGE = os.path.join(TOP, "build/baremetal/ulpt-state.elf")
 n = 0
 
@@ -43,9 +43,8 @@ class Monitor:
 def start(tmp, name, extra):
     out = os.path.join(tmp, name + ".out")
     mon = os.path.join(tmp, name + ".sock")
-    args = [QEMU, "-M", "pc", "-cpu", "ulpt", "-m", "128M", "-nodefaults", "-display", "none",
-            "-chardev", "file,id=dbg,path=" + out, "-device", "isa-debugcon,iobase=0xe9,chardev=dbg",
-            "-monitor", "unix:%s,server=on,wait=off" % mon, "-kernel", IMAGE] + extra
+    args = [BAREMETAL, "--out", out, "--monitor", mon] + \
+        [a for x in extra for a in ("--qemu-arg", x)] + [IMAGE]
     p = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     return p, out, Monitor(mon)
 
