@@ -19,7 +19,7 @@ SUITES := $(wildcard tests/suites/*.sh tests/suites/*.py)
 # breaking the build.
 DEPFLAGS = -MMD -MP -MF $@.d
 
-.PHONY: all deps qemu kernel initramfs libulpt watchlib run test bench bench-quick install clean
+.PHONY: all deps qemu kernel initramfs libulpt watchlib run check test bench bench-quick install clean
 all: qemu kernel initramfs libulpt watchlib
 
 # install-deps runs once, and again whenever it changes (it lists the packages): the stamp
@@ -162,8 +162,13 @@ run: all
 	  echo "\$$ ulpt-watch -v -w balance -- build/examples/bank" && \
 	  build/watchlib/ulpt-watch -v -w balance -- build/examples/bank'
 
+# Static checks (scripts/check): both checkpatch scripts, on the sources the builds extract,
+# and the duplicate finder. make test runs them as its first suite.
+check: qemu kernel
+	@tests/tap-run --summary scripts/check
+
 test: all $(UNIT_BINS) $(BM_IMAGES)
-	@tests/tap-run --summary $(UNIT_TESTS) $(UNIT_BINS) $(SUITES)
+	@tests/tap-run --summary scripts/check $(UNIT_TESTS) $(UNIT_BINS) $(SUITES)
 
 # The evaluation (scripts/bench): everything in the guest; writes build/bench/results.json,
 # docs/results.md and docs/bench-*.png, prints a summary. bench-quick: under 10 minutes.
