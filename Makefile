@@ -52,10 +52,10 @@ $(B)/tests/unit/abi-agree: tests/unit/abi-agree.c include/ulpt/arch.h tests/gues
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -Wall -Wextra -Werror $(DEPFLAGS) -Iinclude -I$(B)/linux/headers/include -Itests/guest -o $@ $<
 
-# Host unit tests of the ULPT decision logic, built against target-ulpt/ulpt.c.
-$(B)/tests/unit/%: tests/unit/%.c target-ulpt/ulpt.c target-ulpt/ulpt.h include/ulpt/arch.h tests/guest/tap.h
+# Host unit tests of the ULPT decision logic, built against target-ulpt/ulpt-core.c.
+$(B)/tests/unit/%: tests/unit/%.c target-ulpt/ulpt-core.c target-ulpt/ulpt-core.h include/ulpt/arch.h tests/guest/tap.h
 	@mkdir -p $(@D)
-	$(CC) -O2 -g -Wall -Wextra -Werror -Itarget-ulpt -Itests/guest -o $@ $< target-ulpt/ulpt.c
+	$(CC) -O2 -g -Wall -Wextra -Werror -Itarget-ulpt -Itests/guest -o $@ $< target-ulpt/ulpt-core.c
 
 # Bare-metal CPU tests (no kernel): PVH-booted ELF images run by tests/suites/cpu.sh.
 BM_CFLAGS := -O1 -g -ffreestanding -fno-pic -no-pie -nostdlib -static -mno-red-zone \

@@ -59,7 +59,7 @@ asm(".text\n.globl raw_entry\nraw_entry:\n"
     "push %r8\npush %r9\npush %r10\npush %r11\n"
     "lea 72(%rsp), %rdi\nsub $8, %rsp\ncall raw_handler\nadd $8, %rsp\n"
     "pop %r11\npop %r10\npop %r9\npop %r8\npop %rdi\npop %rsi\npop %rdx\npop %rcx\npop %rax\n"
-    ".byte " STR(ULPT_UIRET_BYTES) "\n");
+    ".long " STR(ULPT_UIRET_INSN) "\n");
 
 static uint64_t best_of(void (*fn)(long), long n)
 {

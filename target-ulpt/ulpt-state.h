@@ -1,5 +1,6 @@
 /*
- * ULPT per-CPU state, embedded in CPUX86State (included from target/i386/cpu.h).
+ * ULPT per-CPU state, embedded in CPUX86State (included from
+ * target/i386/cpu.h).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -10,28 +11,43 @@
 typedef struct UlptState {
     /* The MSRs of docs/spec.md section 3. */
     uint64_t ctl, root, view, handler, stkadj, status;
-    /* The violation being delivered (set at the faulting access, used by delivery). */
+    /*
+     * The violation being delivered (set at the faulting access, used by
+     * delivery).
+     */
     uint64_t fault_addr, fault_info, fault_entry0, fault_entry1, fault_start;
-    /* Kinds the permitted instruction may violate, valid while HF_ULPT_PERMIT is set. */
+    /*
+     * Kinds the permitted instruction may violate, valid while
+     * HF_ULPT_PERMIT is set.
+     */
     uint32_t permit_kinds;
-    /* Delivery or UIRET is accessing the frame: those accesses are not ULPT-checked. */
+    /* Delivery or UIRET is accessing the frame: not ULPT-checked. */
     bool frame_access;
-    /* A view store is being re-executed alone so that other CPUs can be synced after it. */
+    /*
+     * A view store is being re-executed alone so that other CPUs can be
+     * synced after it.
+     */
     bool sync_step;
-    /* Entries were installed for compatibility-mode code: view stores flush that index too. */
+    /*
+     * Entries were installed for compatibility-mode code: view stores flush
+     * that index too.
+     */
     bool user32;
 } UlptState;
 
 /* Counters for `info ulpt`; kept across reset. */
 typedef struct UlptStats {
-    uint64_t walks, checks, violations, deliveries, escalations, returns, view_stores,
-             remote_syncs;
+    uint64_t walks, checks, violations, deliveries, escalations, returns,
+             view_stores, remote_syncs;
 } UlptStats;
 
-/* TLB entry extension (TARGET_PAGE_ENTRY_EXTRA): what ULPT installed the entry for. */
+/*
+ * TLB entry extension (TARGET_PAGE_ENTRY_EXTRA): what ULPT installed the
+ * entry for.
+ */
 enum {
     ULPT_TLB_NONE = 0,   /* ordinary entry */
-    ULPT_TLB_LINES,      /* page with line rights: TLB_CHECK kinds go to ulpt_tlb_check */
+    ULPT_TLB_LINES,      /* line rights: TLB_CHECK kinds go to ulpt_tlb_check */
     ULPT_TLB_ONCE,       /* sub-page entry for one permitted access */
     ULPT_TLB_VIEW,       /* a page of the table view */
 };

@@ -1,8 +1,9 @@
 /*
- * The ULPT ABI: the architectural constants, table and frame layout and UIRET encoding that
- * docs/spec.md defines, in one place. Freestanding C with no dependencies, shared by the QEMU
- * model (target-ulpt/ulpt-arch.h links here), libulpt, the bare-metal tests and the guest
- * programs. The kernel's <asm/ulpt.h> defines the same names token for token.
+ * The ULPT ABI: the architectural constants, table and frame layout and
+ * UIRET encoding that docs/spec.md defines, in one place. Freestanding C with
+ * no dependencies, shared by the QEMU model (target-ulpt/ulpt-arch.h links
+ * here), libulpt, the bare-metal tests and the guest programs. The kernel's
+ * <asm/ulpt.h> defines the same names token for token.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -31,10 +32,10 @@
 /* Table geometry (spec 4.1). */
 #define ULPT_VA_BITS           47
 #define ULPT_PAGE_SHIFT        12
-#define ULPT_LINE_SHIFT        7                      /* 128-byte lines */
+#define ULPT_LINE_SHIFT        7      /* 128-byte lines */
 #define ULPT_LINES_PER_PAGE    32
-#define ULPT_LEAF_SHIFT        8                      /* 256 16-byte entries per leaf */
-#define ULPT_DIR_SHIFT         9                      /* 512 8-byte entries per directory */
+#define ULPT_LEAF_SHIFT        8      /* 256 16-byte entries per leaf */
+#define ULPT_DIR_SHIFT         9      /* 512 8-byte entries per directory */
 #define ULPT_ENTRY_SIZE        16
 #define ULPT_VIEW_SIZE         (1ULL << 39)   /* 16 bytes per page of 2^47 */
 
@@ -43,13 +44,16 @@
 #define ULPT_DIR_ADDR_MASK     0x000ffffffffff000ull
 #define ULPT_DIR_RSVD_MASK     (~(ULPT_DIR_ADDR_MASK | ULPT_DIR_P))
 
-/* Leaf word 0, page rights (spec 4.3). The entry macros and the view size are also in the
- * kernel's <asm/ulpt.h>: keep the definitions token-identical so both may be included. */
+/*
+ * Leaf word 0, page rights (spec 4.3). The entry macros and the view size are
+ * also in the kernel's <asm/ulpt.h>: keep the definitions token-identical so
+ * both may be included.
+ */
 #define ULPT_NR                (1ULL << 0)
 #define ULPT_NW                (1ULL << 1)
 #define ULPT_NX                (1ULL << 2)
-#define ULPT_PAGE_SW_MASK      0xff00000000000000ull  /* free for software */
-#define ULPT_PAGE_RSVD_MASK    (~(ULPT_PAGE_SW_MASK | ULPT_NR | ULPT_NW | ULPT_NX))
+#define ULPT_PAGE_SW_MASK      0xff00000000000000ull /* for software */
+#define ULPT_PAGE_RSVD_MASK (~(ULPT_PAGE_SW_MASK | ULPT_NR | ULPT_NW | ULPT_NX))
 /* Leaf word 1, line rights: bit 2i denies reads of line i, bit 2i+1 writes. */
 #define ULPT_LINE_NR(i)        (1ULL << (2 * (i)))
 #define ULPT_LINE_NW(i)        (1ULL << (2 * (i) + 1))
@@ -75,19 +79,25 @@
 #define ULPT_FRAME_RIP         4
 #define ULPT_FRAME_RFLAGS      5
 #define ULPT_FRAME_RSP         6
-#define ULPT_FRAME_START       7    /* first byte of the access (ADDR is its first denied byte) */
+/* The first byte of the access (ADDR is its first denied byte). */
+#define ULPT_FRAME_START       7
 #define ULPT_FRAME_WORDS       8
 
 #define ULPT_INFO_KIND(i)      ((unsigned)(i) & 7u)
 #define ULPT_INFO_PERMITTED(i) ((unsigned)((i) >> 4) & 7u)
 #define ULPT_INFO_REASON(i)    ((unsigned)((i) >> 8) & 0xffu)
-#define ULPT_INFO_SIZE(i)      ((unsigned)((i) >> 16) & 0xffffu)   /* bytes; 0 for a fetch */
+/* The size of the access in bytes; 0 for a fetch. */
+#define ULPT_INFO_SIZE(i)      ((unsigned)((i) >> 16) & 0xffffu)
 #define ULPT_INFO_PERMIT       (1ull << 32)
 
 /* #PF error code bit of an escalated violation (spec 6.1). */
 #define ULPT_PF_ERROR_BIT      (1u << 8)
 
-/* UIRET is encoded F3 0F 01 EC (written as .byte in assembly: older assemblers lack it). */
-#define ULPT_UIRET_BYTES       0xf3, 0x0f, 0x01, 0xec
+/*
+ * UIRET is encoded F3 0F 01 EC. Assemblers lack the mnemonic, so code emits
+ * the instruction as data: `.long ULPT_UIRET_INSN` (its four bytes, read as
+ * a little-endian word; the same constant in C and in assembly).
+ */
+#define ULPT_UIRET_INSN        0xec010ff3
 
 #endif /* ULPT_ARCH_H */

@@ -63,7 +63,7 @@ ulpt_default_fcw:
 	popq %rcx
 	popq %rax
 	popq %rbp
-	.byte ULPT_UIRET_BYTES               /* uiret */
+	.long ULPT_UIRET_INSN                /* uiret */
 .endm
 
 	.globl ulpt_entry_gpr_

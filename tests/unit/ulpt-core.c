@@ -1,10 +1,10 @@
 /*
- * Host unit tests of target-ulpt/ulpt.c: the table walk, the permission decision, frame
+ * Host unit tests of target-ulpt/ulpt-core.c: the table walk, the permission decision, frame
  * layout, MSR validation and view coherence targets, against docs/spec.md.
  */
 #include <stdio.h>
 #include <string.h>
-#include "ulpt.h"
+#include "ulpt-core.h"
 #include "../guest/tap.h"
 
 /* A fake physical memory: 64 pages of RAM at 0..256 KiB; everything else is not RAM. */

@@ -1,13 +1,15 @@
 /*
- * ULPT decision logic: table walk, permission decision, frame layout, MSR validation.
+ * ULPT decision logic: table walk, permission decision, frame layout, MSR
+ * validation.
  *
- * Plain C99 with no QEMU headers, so tests/unit can check it on the host. The QEMU glue
- * (qemu-ulpt.c) supplies physical memory reads and acts on the decisions.
+ * Plain C99 with no QEMU headers, so tests/unit can check it on the host.
+ * The TCG glue (ulpt-tcg.c) supplies physical memory reads and acts on the
+ * decisions.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#ifndef ULPT_H
-#define ULPT_H
+#ifndef ULPT_CORE_H
+#define ULPT_CORE_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -20,14 +22,15 @@ typedef struct UlptEntry {
 } UlptEntry;
 
 /*
- * Reads the 64-bit little-endian word at physical address pa. Returns false when pa is not
- * RAM: the walk then reports the entry malformed (spec R-TBL-2).
+ * Reads the 64-bit little-endian word at physical address pa. Returns false
+ * when pa is not RAM: the walk then reports the entry malformed (spec
+ * R-TBL-2).
  */
 typedef bool (*UlptReadPhys)(void *opaque, uint64_t pa, uint64_t *val);
 
 typedef enum UlptWalk {
     ULPT_WALK_OK,         /* *e is the entry (all zero: no restriction) */
-    ULPT_WALK_MALFORMED,  /* a reserved bit or a non-RAM table: deny everything */
+    ULPT_WALK_MALFORMED,  /* a reserved bit or a non-RAM table: deny all */
 } UlptWalk;
 
 /* Walks the table at root (ULPT_ROOT's value) for linear address va. */
@@ -47,10 +50,11 @@ static inline unsigned ulpt_page_denied(const UlptEntry *e)
 }
 
 /*
- * The decision for one access of `kind` to bytes [off, off + size) of a page (off < 4096,
- * off + size <= 4096; size 0 counts as 1). Returns 0 when allowed, else the reason
- * (ULPT_REASON_PAGE or ULPT_REASON_LINE) and sets *bad_off to the page offset of the first
- * denied byte. `malformed` entries deny everything (ULPT_REASON_MALFORMED).
+ * The decision for one access of `kind` to bytes [off, off + size) of a page
+ * (off < 4096, off + size <= 4096; size 0 counts as 1). Returns 0 when
+ * allowed, else the reason (ULPT_REASON_PAGE or ULPT_REASON_LINE) and sets
+ * *bad_off to the page offset of the first denied byte. `malformed` entries
+ * deny everything (ULPT_REASON_MALFORMED).
  */
 unsigned ulpt_check(const UlptEntry *e, bool malformed, unsigned kind,
                     unsigned off, unsigned size, unsigned *bad_off);
@@ -63,27 +67,31 @@ typedef struct UlptFrame {
 /* Where the frame goes for a given RSP and ULPT_STKADJ. */
 static inline uint64_t ulpt_frame_base(uint64_t rsp, uint64_t stkadj)
 {
-    return (rsp - (stkadj & ULPT_STKADJ_MASK) - ULPT_FRAME_SIZE) & ~(uint64_t)15;
+    return (rsp - (stkadj & ULPT_STKADJ_MASK) - ULPT_FRAME_SIZE) &
+           ~(uint64_t)15;
 }
 
-static inline uint64_t ulpt_info(unsigned kind, unsigned permitted, unsigned reason,
-                                 unsigned size)
+static inline uint64_t ulpt_info(unsigned kind, unsigned permitted,
+                                 unsigned reason, unsigned size)
 {
     return (uint64_t)(kind & 7) | (uint64_t)(permitted & 7) << 4 |
-           (uint64_t)(reason & 0xff) << 8 | (uint64_t)(size > 0xffff ? 0xffff : size) << 16;
+           (uint64_t)(reason & 0xff) << 8 |
+           (uint64_t)(size > 0xffff ? 0xffff : size) << 16;
 }
 
 void ulpt_frame_encode(const UlptFrame *f, uint64_t w[ULPT_FRAME_WORDS]);
 void ulpt_frame_decode(const uint64_t w[ULPT_FRAME_WORDS], UlptFrame *f);
 
 /*
- * Validates a WRMSR of one of the ULPT MSRs (spec 3). phys_bits is MAXPHYADDR; va_bits is
- * the width of linear addresses in the current paging mode (48, or 57 with CR4.LA57).
- * Returns false when the write must raise #GP.
+ * Validates a WRMSR of one of the ULPT MSRs (spec 3). phys_bits is
+ * MAXPHYADDR; va_bits is the width of linear addresses in the current paging
+ * mode (48, or 57 with CR4.LA57). Returns false when the write must raise
+ * #GP.
  */
-bool ulpt_msr_write_ok(uint32_t msr, uint64_t val, unsigned phys_bits, unsigned va_bits);
+bool ulpt_msr_write_ok(uint32_t msr, uint64_t val, unsigned phys_bits,
+                       unsigned va_bits);
 
-/* Is a linear address canonical for va_bits-wide linear addresses (48 or 57)? */
+/* Is a linear address canonical for va_bits-wide linear addresses? */
 static inline bool ulpt_canonical(uint64_t va, unsigned va_bits)
 {
     unsigned shift = 64 - va_bits;
@@ -92,12 +100,13 @@ static inline bool ulpt_canonical(uint64_t va, unsigned va_bits)
 }
 
 /*
- * The view (spec 4.4): if [addr, addr + size) overlaps the view at `view`, returns true and
- * the first and last linear page addresses whose entries it touches, and whether it touches a
- * word 0 (page rights).
+ * The view (spec 4.4): if [addr, addr + size) overlaps the view at `view`,
+ * returns true and the first and last linear page addresses whose entries it
+ * touches, and whether it touches a word 0 (page rights).
  */
 bool ulpt_view_targets(uint64_t view, uint64_t addr, unsigned size,
-                       uint64_t *first_page, uint64_t *last_page, bool *page_word);
+                       uint64_t *first_page, uint64_t *last_page,
+                       bool *page_word);
 
 /* Is addr inside the view? */
 static inline bool ulpt_in_view(uint64_t view, uint64_t addr)
@@ -109,7 +118,8 @@ static inline bool ulpt_in_view(uint64_t view, uint64_t addr)
 static inline uint32_t ulpt_pf_error_code(unsigned kind)
 {
     return 1u /* P */ | 4u /* U */ | ULPT_PF_ERROR_BIT |
-           ((kind & ULPT_KIND_W) ? 2u : 0u) | ((kind & ULPT_KIND_X) ? 16u : 0u);
+           ((kind & ULPT_KIND_W) ? 2u : 0u) |
+           ((kind & ULPT_KIND_X) ? 16u : 0u);
 }
 
-#endif /* ULPT_H */
+#endif /* ULPT_CORE_H */

@@ -1,20 +1,23 @@
 /*
- * ULPT decision logic (see ulpt.h and docs/spec.md).
+ * ULPT decision logic (see ulpt-core.h and docs/spec.md).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#include "ulpt.h"
+#include "ulpt-core.h"
 
 UlptWalk ulpt_walk(uint64_t root, uint64_t va, UlptReadPhys rd, void *opaque,
                    UlptEntry *e)
 {
-    /* Directory levels index bits 46:38, 37:29, 28:20; the leaf indexes bits 19:12. */
+    /*
+     * Directory levels index bits 46:38, 37:29, 28:20; the leaf indexes
+     * bits 19:12.
+     */
     static const unsigned shift[3] = { 38, 29, 20 };
     uint64_t table = root & ULPT_DIR_ADDR_MASK;
 
     e->page = e->lines = 0;
     if (va >> ULPT_VA_BITS) {
-        return ULPT_WALK_OK;                     /* not covered (R-TBL-3) */
+        return ULPT_WALK_OK;            /* not covered (R-TBL-3) */
     }
     for (int level = 0; level < 3; level++) {
         uint64_t idx = (va >> shift[level]) & ((1u << ULPT_DIR_SHIFT) - 1);
@@ -24,14 +27,15 @@ UlptWalk ulpt_walk(uint64_t root, uint64_t va, UlptReadPhys rd, void *opaque,
             return ULPT_WALK_MALFORMED;
         }
         if (!(de & ULPT_DIR_P)) {
-            return ULPT_WALK_OK;                 /* nothing below: no restriction */
+            return ULPT_WALK_OK;        /* nothing below: no restriction */
         }
         if (de & ULPT_DIR_RSVD_MASK) {
             return ULPT_WALK_MALFORMED;
         }
         table = de & ULPT_DIR_ADDR_MASK;
     }
-    uint64_t leaf = table + ((va >> ULPT_PAGE_SHIFT) & ((1u << ULPT_LEAF_SHIFT) - 1)) *
+    uint64_t leaf = table +
+                    ((va >> ULPT_PAGE_SHIFT) & ((1u << ULPT_LEAF_SHIFT) - 1)) *
                     ULPT_ENTRY_SIZE;
     if (!rd(opaque, leaf, &e->page) || !rd(opaque, leaf + 8, &e->lines)) {
         e->page = e->lines = 0;
@@ -54,7 +58,7 @@ unsigned ulpt_check(const UlptEntry *e, bool malformed, unsigned kind,
         return ULPT_REASON_PAGE;
     }
     if (!e->lines || kind == ULPT_KIND_X) {
-        return 0;                                /* fetch is governed by NX only */
+        return 0;                       /* fetch is governed by NX only */
     }
     if (size == 0) {
         size = 1;
@@ -96,7 +100,8 @@ void ulpt_frame_decode(const uint64_t w[ULPT_FRAME_WORDS], UlptFrame *f)
     f->start = w[ULPT_FRAME_START];
 }
 
-bool ulpt_msr_write_ok(uint32_t msr, uint64_t val, unsigned phys_bits, unsigned va_bits)
+bool ulpt_msr_write_ok(uint32_t msr, uint64_t val, unsigned phys_bits,
+                       unsigned va_bits)
 {
     switch (msr) {
     case MSR_ULPT_CTL:
@@ -106,7 +111,8 @@ bool ulpt_msr_write_ok(uint32_t msr, uint64_t val, unsigned phys_bits, unsigned 
                (phys_bits >= 64 || (val >> phys_bits) == 0);
     case MSR_ULPT_VIEW:
         return val == 0 ||
-               ((val & 0xfff) == 0 && val + ULPT_VIEW_SIZE <= (1ull << ULPT_VA_BITS) &&
+               ((val & 0xfff) == 0 &&
+                val + ULPT_VIEW_SIZE <= (1ull << ULPT_VA_BITS) &&
                 val < (1ull << ULPT_VA_BITS));
     case MSR_ULPT_HANDLER:
         return ulpt_canonical(val, va_bits);
@@ -120,7 +126,8 @@ bool ulpt_msr_write_ok(uint32_t msr, uint64_t val, unsigned phys_bits, unsigned 
 }
 
 bool ulpt_view_targets(uint64_t view, uint64_t addr, unsigned size,
-                       uint64_t *first_page, uint64_t *last_page, bool *page_word)
+                       uint64_t *first_page, uint64_t *last_page,
+                       bool *page_word)
 {
     if (size == 0) {
         size = 1;
@@ -136,6 +143,7 @@ bool ulpt_view_targets(uint64_t view, uint64_t addr, unsigned size,
     *first_page = (lo / ULPT_ENTRY_SIZE) << ULPT_PAGE_SHIFT;
     *last_page = (hi / ULPT_ENTRY_SIZE) << ULPT_PAGE_SHIFT;
     /* Word 0 is bytes 0-7 of each 16-byte entry. */
-    *page_word = (lo % ULPT_ENTRY_SIZE) < 8 || hi / ULPT_ENTRY_SIZE > lo / ULPT_ENTRY_SIZE;
+    *page_word = (lo % ULPT_ENTRY_SIZE) < 8 ||
+                 hi / ULPT_ENTRY_SIZE > lo / ULPT_ENTRY_SIZE;
     return true;
 }

@@ -2,9 +2,9 @@
  * The "ulpt" CPU model and the accelerator-independent parts of the ULPT state:
  * migration, `info registers` and `info ulpt`.
  *
- * "max" never enables ULPT by itself (the feature is in no_autoenable_flags), so
- * -cpu max is the stock baseline and -cpu ulpt differs from it only by ULPT.
- * -cpu max,+ulpt is equivalent.
+ * "max" never enables ULPT by itself (the feature is in
+ * no_autoenable_flags), so -cpu max is the stock baseline and -cpu ulpt
+ * differs from it only by ULPT. -cpu max,+ulpt is equivalent.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -58,19 +58,26 @@ static bool ulpt_in_use(CPUX86State *env)
 
 void ulpt_dump_state(CPUX86State *env, FILE *f)
 {
+    int permit = (env->hflags & HF_ULPT_PERMIT_MASK) ?
+                 (int)env->ulpt.permit_kinds : 0;
+
     if (!ulpt_in_use(env)) {
         return;
     }
-    qemu_fprintf(f, "ULPT CTL=%016" PRIx64 " ROOT=%016" PRIx64 " VIEW=%016" PRIx64 "\n"
-                 "ULPT HANDLER=%016" PRIx64 " STKADJ=%04" PRIx64 " STATUS=%" PRIx64
-                 " PERMIT=%d\n",
-                 env->ulpt.ctl, env->ulpt.root, env->ulpt.view, env->ulpt.handler,
-                 env->ulpt.stkadj, env->ulpt.status,
-                 (env->hflags & HF_ULPT_PERMIT_MASK) ? (int)env->ulpt.permit_kinds : 0);
+    qemu_fprintf(f, "ULPT CTL=%016" PRIx64 " ROOT=%016" PRIx64
+                 " VIEW=%016" PRIx64 "\n"
+                 "ULPT HANDLER=%016" PRIx64 " STKADJ=%04" PRIx64
+                 " STATUS=%" PRIx64 " PERMIT=%d\n",
+                 env->ulpt.ctl, env->ulpt.root, env->ulpt.view,
+                 env->ulpt.handler, env->ulpt.stkadj, env->ulpt.status,
+                 permit);
 }
 
 #ifndef CONFIG_USER_ONLY
-/* Sent only when ULPT is in use, so other guests stay migratable to a stock QEMU. */
+/*
+ * Sent only when ULPT is in use, so other guests stay migratable to a stock
+ * QEMU.
+ */
 static bool ulpt_vmstate_needed(void *opaque)
 {
     return ulpt_in_use(&X86_CPU(opaque)->env);
@@ -107,19 +114,24 @@ void hmp_info_ulpt(Monitor *mon, const QDict *qdict)
         CPUX86State *env = &X86_CPU(cs)->env;
         const UlptStats *s = &env->ulpt_stats;
 
-        monitor_printf(mon, "CPU %d: ulpt %s, %s, in_handler %d\n", cs->cpu_index,
-                       (env->features[FEAT_7_0_EDX] & CPUID_7_0_EDX_ULPT) ? "present" : "absent",
+        bool present = env->features[FEAT_7_0_EDX] & CPUID_7_0_EDX_ULPT;
+
+        monitor_printf(mon, "CPU %d: ulpt %s, %s, in_handler %d\n",
+                       cs->cpu_index, present ? "present" : "absent",
                        (env->ulpt.ctl & ULPT_CTL_EN) ? "enabled" : "disabled",
                        (int)(env->ulpt.status & ULPT_STATUS_IN_HANDLER));
-        monitor_printf(mon, "  CTL %#" PRIx64 " ROOT %#" PRIx64 " VIEW %#" PRIx64
-                       " HANDLER %#" PRIx64 " STKADJ %#" PRIx64 " STATUS %#" PRIx64 "\n",
-                       env->ulpt.ctl, env->ulpt.root, env->ulpt.view, env->ulpt.handler,
-                       env->ulpt.stkadj, env->ulpt.status);
-        monitor_printf(mon, "  walks %" PRIu64 " checks %" PRIu64 " violations %" PRIu64
-                       " delivered %" PRIu64 " escalated %" PRIu64 " returns %" PRIu64
+        monitor_printf(mon, "  CTL 0x%" PRIx64 " ROOT 0x%" PRIx64
+                       " VIEW 0x%" PRIx64 " HANDLER 0x%" PRIx64
+                       " STKADJ 0x%" PRIx64 " STATUS 0x%" PRIx64 "\n",
+                       env->ulpt.ctl, env->ulpt.root, env->ulpt.view,
+                       env->ulpt.handler, env->ulpt.stkadj, env->ulpt.status);
+        monitor_printf(mon, "  walks %" PRIu64 " checks %" PRIu64
+                       " violations %" PRIu64 " delivered %" PRIu64
+                       " escalated %" PRIu64 " returns %" PRIu64
                        " view_stores %" PRIu64 " remote_syncs %" PRIu64 "\n",
-                       s->walks, s->checks, s->violations, s->deliveries, s->escalations,
-                       s->returns, s->view_stores, s->remote_syncs);
+                       s->walks, s->checks, s->violations, s->deliveries,
+                       s->escalations, s->returns, s->view_stores,
+                       s->remote_syncs);
     }
 }
 #endif

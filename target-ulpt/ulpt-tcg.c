@@ -1,17 +1,21 @@
 /*
- * ULPT in QEMU's TCG: the TLB-fill check, user-level delivery, UIRET and the MSRs.
- * The architecture is docs/spec.md; the decisions themselves are in ulpt.c.
+ * ULPT in QEMU's TCG: the TLB-fill check, user-level delivery, UIRET and the
+ * MSRs. The architecture is docs/spec.md; the decisions themselves are in
+ * ulpt-core.c.
  *
  * How it stays fast:
- * - Pages with an empty entry get an ordinary TLB entry: no cost after the fill.
- * - Pages with page-wide rights only get an ordinary entry with those rights removed from
- *   prot, so allowed accesses stay on the fast path and denied ones miss into tlb_fill.
- * - Pages with line rights get a page entry that keeps the ULPT entry (ULPT_TLB_ENTRY_EXTRA)
- *   and sets TLB_CHECK (our accel/tcg patch) for each kind that some line denies: that kind
- *   leaves the inline fast path, and QEMU's slow path asks ulpt_tlb_check, which answers
- *   from the entry with no miss, refill or walk. A kind no line denies stays inline (the
- *   usual write watchpoint's page keeps its loads fast). Flushes (CR3, INVLPG, view stores)
- *   clear the entry along with its rights.
+ * - Pages with an empty entry get an ordinary TLB entry: no cost after the
+ *   fill.
+ * - Pages with page-wide rights only get an ordinary entry with those rights
+ *   removed from prot, so allowed accesses stay on the fast path and denied
+ *   ones miss into tlb_fill.
+ * - Pages with line rights get a page entry that keeps the ULPT entry
+ *   (ULPT_TLB_ENTRY_EXTRA) and sets TLB_CHECK (our accel/tcg patch) for each
+ *   kind that some line denies: that kind leaves the inline fast path, and
+ *   QEMU's slow path asks ulpt_tlb_check, which answers from the entry with
+ *   no miss, refill or walk. A kind no line denies stays inline (the usual
+ *   write watchpoint's page keeps its loads fast). Flushes (CR3, INVLPG,
+ *   view stores) clear the entry along with its rights.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -25,7 +29,7 @@
 #include "hw/core/cpu.h"
 #include "tcg/helper-tcg.h"
 #include "svm.h"
-#include "ulpt.h"
+#include "ulpt-core.h"
 #include "ulpt-qemu.h"
 #include "trace.h"
 
@@ -33,14 +37,18 @@
 #define ULPT_USER_IDXMAP ((1 << MMU_USER64_IDX) | (1 << MMU_USER32_IDX))
 
 /*
- * UIRET restores the RFLAGS bits that POPF may change at CPL 3. cpu_load_eflags takes the
- * arithmetic flags and DF from its value argument whatever the mask; the mask names only
- * the bits QEMU keeps in env->eflags (arithmetic flags left there would come back at the
- * next cpu_compute_eflags), as in helper_iret.
+ * UIRET restores the RFLAGS bits that POPF may change at CPL 3.
+ * cpu_load_eflags takes the arithmetic flags and DF from its value argument
+ * whatever the mask; the mask names only the bits QEMU keeps in env->eflags
+ * (arithmetic flags left there would come back at the next
+ * cpu_compute_eflags), as in helper_iret.
  */
 #define ULPT_UIRET_FLAGS (TF_MASK | NT_MASK | AC_MASK | ID_MASK)
 
-/* Width of linear addresses in the current paging mode: canonical checks follow it. */
+/*
+ * Width of linear addresses in the current paging mode: canonical checks
+ * follow it.
+ */
 static unsigned va_bits(CPUX86State *env)
 {
     return (env->cr[4] & CR4_LA57_MASK) ? 57 : 48;
@@ -69,7 +77,8 @@ static bool read_phys(void *opaque, uint64_t pa, uint64_t *val)
     MemoryRegion *mr;
 
     RCU_READ_LOCK_GUARD();
-    mr = address_space_translate(cs->as, pa, &xlat, &len, false, MEMTXATTRS_UNSPECIFIED);
+    mr = address_space_translate(cs->as, pa, &xlat, &len, false,
+                                 MEMTXATTRS_UNSPECIFIED);
     if (!memory_region_is_ram(mr) || len < 8) {
         return false;
     }
@@ -77,8 +86,9 @@ static bool read_phys(void *opaque, uint64_t pa, uint64_t *val)
     return true;
 }
 
-static void install(CPUState *cs, int mmu_idx, vaddr addr, hwaddr paddr, int prot,
-                    int lg_page_size, uint8_t kind, const UlptEntry *e)
+static void install(CPUState *cs, int mmu_idx, vaddr addr, hwaddr paddr,
+                    int prot, int lg_page_size, uint8_t kind,
+                    const UlptEntry *e)
 {
     CPUX86State *env = cs->env_ptr;
     CPUTLBEntryFull full = {
@@ -98,16 +108,18 @@ static void install(CPUState *cs, int mmu_idx, vaddr addr, hwaddr paddr, int pro
 }
 
 /*
- * A violation of the access [acc, acc + size) (as tlb_fill was asked about it) at its first
- * denied byte addr: deliver it (spec R-DEL-1) or escalate it to #PF (R-ESC-1). Only a probe
- * returns (false: "would fault").
+ * A violation of the access [acc, acc + size) (as tlb_fill was asked about
+ * it) at its first denied byte addr: deliver it (spec R-DEL-1) or escalate it
+ * to #PF (R-ESC-1). Only a probe returns (false: "would fault").
  */
-static bool violation(CPUState *cs, vaddr addr, vaddr acc, unsigned size, unsigned kind,
-                      unsigned reason, const UlptEntry *e, bool probe, uintptr_t ra)
+static bool violation(CPUState *cs, vaddr addr, vaddr acc, unsigned size,
+                      unsigned kind, unsigned reason, const UlptEntry *e,
+                      bool probe, uintptr_t ra)
 {
     CPUX86State *env = cs->env_ptr;
     CPUTLBCommon *split = &env_tlb(env)->c;
     unsigned permitted = permitted_kinds(env);
+    bool malformed = reason == ULPT_REASON_MALFORMED;
     uint32_t err;
 
     env->ulpt_stats.violations++;
@@ -115,10 +127,13 @@ static bool violation(CPUState *cs, vaddr addr, vaddr acc, unsigned size, unsign
     if (probe) {
         return false;
     }
-    /* The frame describes the whole access, also when QEMU filled one part of it. */
+    /*
+     * The frame describes the whole access, also when QEMU filled one part
+     * of it.
+     */
     if (kind == ULPT_KIND_X) {
         acc = addr;
-        size = 0;                                /* fetches have no size (spec 6) */
+        size = 0;                       /* fetches have no size (spec 6) */
     } else if (split->split_size && split->split_ra == ra &&
                addr - split->split_addr < split->split_size) {
         acc = split->split_addr;
@@ -128,8 +143,8 @@ static bool violation(CPUState *cs, vaddr addr, vaddr acc, unsigned size, unsign
     env->ulpt.fault_addr = addr;
     env->ulpt.fault_start = acc;
     env->ulpt.fault_info = ulpt_info(kind, permitted, reason, size);
-    env->ulpt.fault_entry0 = reason == ULPT_REASON_MALFORMED ? 0 : e->page;
-    env->ulpt.fault_entry1 = reason == ULPT_REASON_MALFORMED ? 0 : e->lines;
+    env->ulpt.fault_entry0 = malformed ? 0 : e->page;
+    env->ulpt.fault_entry1 = malformed ? 0 : e->lines;
     if (env->ulpt.handler && !(env->ulpt.status & ULPT_STATUS_IN_HANDLER) &&
         (env->hflags & HF_CS64_MASK)) {
         cs->exception_index = EXCP_ULPT;
@@ -141,7 +156,8 @@ static bool violation(CPUState *cs, vaddr addr, vaddr acc, unsigned size, unsign
                         !!(env->ulpt.status & ULPT_STATUS_IN_HANDLER));
     if (env->intercept_exceptions & (1 << EXCP0E_PAGE)) {
         /* As for paging faults: CR2 is not modified when #PF is intercepted. */
-        x86_stq_phys(cs, env->vm_vmcb + offsetof(struct vmcb, control.exit_info_2), addr);
+        x86_stq_phys(cs, env->vm_vmcb +
+                     offsetof(struct vmcb, control.exit_info_2), addr);
     } else {
         env->cr[2] = addr;
     }
@@ -152,12 +168,16 @@ static bool violation(CPUState *cs, vaddr addr, vaddr acc, unsigned size, unsign
 static bool other_cpus_share_cr3(CPUState *cs)
 {
     CPUX86State *env = cs->env_ptr;
+    uint64_t cr3 = env->cr[3] & ~0xfffull;
     CPUState *other;
 
     CPU_FOREACH(other) {
-        /* A racy read is fine: a CPU that loads this CR3 later flushes its TLB doing so. */
+        /*
+         * A racy read is fine: a CPU that loads this CR3 later flushes its
+         * TLB doing so.
+         */
         if (other != cs &&
-            (qatomic_read(&X86_CPU(other)->env.cr[3]) & ~0xfffull) == (env->cr[3] & ~0xfffull)) {
+            (qatomic_read(&X86_CPU(other)->env.cr[3]) & ~0xfffull) == cr3) {
             return true;
         }
     }
@@ -174,17 +194,21 @@ static void sync_step_done(CPUState *cs, run_on_cpu_data data)
 static void view_store(CPUState *cs, vaddr addr, int size, uintptr_t ra)
 {
     CPUX86State *env = cs->env_ptr;
+    uint16_t idxmap = env->ulpt.user32 ? ULPT_USER_IDXMAP
+                                       : 1 << MMU_USER64_IDX;
     uint64_t first, last, page;
     bool page_word, remote;
 
-    if (!ulpt_view_targets(env->ulpt.view, addr, size, &first, &last, &page_word)) {
+    if (!ulpt_view_targets(env->ulpt.view, addr, size, &first, &last,
+                           &page_word)) {
         return;
     }
     remote = other_cpus_share_cr3(cs);
     if (remote && !env->ulpt.sync_step) {
         /*
-         * Other CPUs must drop the old rights after the store lands and before this CPU goes
-         * on: re-execute the storing instruction alone, then stop for a synced flush.
+         * Other CPUs must drop the old rights after the store lands and
+         * before this CPU goes on: re-execute the storing instruction alone,
+         * then stop for a synced flush.
          */
         env->ulpt.sync_step = true;
         cs->cflags_next_tb = 1 | CF_NOIRQ | curr_cflags(cs);
@@ -193,66 +217,74 @@ static void view_store(CPUState *cs, vaddr addr, int size, uintptr_t ra)
     env->ulpt_stats.view_stores++;
     trace_ulpt_view_store(cs->cpu_index, addr, first, last, remote);
     /*
-     * Same CPU (R-COH-1): nothing this CPU does between here and the store uses the page,
-     * so dropping its TLB entries now is enough. Line rights never affect instruction
-     * fetch: for them, dropping the entries is all (the cheap, common case). Page rights
-     * may set NX, so those also drop the page's translated-code lookups.
+     * Same CPU (R-COH-1): nothing this CPU does between here and the store
+     * uses the page, so dropping its TLB entries now is enough. Line rights
+     * never affect instruction fetch: for them, dropping the entries is all
+     * (the cheap, common case). Page rights may set NX, so those also drop
+     * the page's translated-code lookups.
      */
     for (page = first; page <= last; page += TARGET_PAGE_SIZE) {
-        /* The view's own rights are ignored (R-COH-3): its entries, the one being stored
-         * through included (tlb_check must keep it), have nothing to forget. */
+        /*
+         * The view's own rights are ignored (R-COH-3): its entries, the one
+         * being stored through included (tlb_check must keep it), have
+         * nothing to forget.
+         */
         if (ulpt_in_view(env->ulpt.view, page)) {
             continue;
         }
-        tlb_flush_page_entry_by_mmuidx(cs, page,
-                                       env->ulpt.user32 ? ULPT_USER_IDXMAP : 1 << MMU_USER64_IDX,
-                                       page_word);
+        tlb_flush_page_entry_by_mmuidx(cs, page, idxmap, page_word);
     }
     if (remote) {
         /*
-         * sync_step stays set until the instruction is done, so that its other parts (a
-         * 16-byte store is made of two) are synced in this same run instead of starting
-         * it again.
+         * sync_step stays set until the instruction is done, so that its
+         * other parts (a 16-byte store is made of two) are synced in this
+         * same run instead of starting it again.
          */
         async_safe_run_on_cpu(cs, sync_step_done, RUN_ON_CPU_NULL);
         env->ulpt_stats.remote_syncs++;
         for (page = first; page <= last; page += TARGET_PAGE_SIZE) {
-            tlb_flush_page_by_mmuidx_all_cpus_synced(cs, page, ULPT_USER_IDXMAP);
+            tlb_flush_page_by_mmuidx_all_cpus_synced(cs, page,
+                                                     ULPT_USER_IDXMAP);
         }
     } else if (page_word) {
         /*
-         * R-COH-5: directly chained blocks never leave their page, so only a chain in the
-         * page being changed (or the one before, for an instruction crossing into it) can
-         * run on without a TLB lookup. Stop it at the end of this block.
+         * R-COH-5: directly chained blocks never leave their page, so only a
+         * chain in the page being changed (or the one before, for an
+         * instruction crossing into it) can run on without a TLB lookup.
+         * Stop it at the end of this block.
          */
         uint64_t pc = (env->eip + env->segs[R_CS].base) & TARGET_PAGE_MASK;
+
         if (first <= pc + TARGET_PAGE_SIZE && last + TARGET_PAGE_SIZE >= pc) {
             qatomic_set(&cpu_neg(cs)->icount_decr.u16.high, -1);
         }
     }
 }
 
-void ulpt_tlb_check(CPUState *cs, vaddr addr, int size, MMUAccessType type, int mmu_idx,
-                    CPUTLBEntryFull *full, uintptr_t ra)
+void ulpt_tlb_check(CPUState *cs, vaddr addr, int size, MMUAccessType type,
+                    int mmu_idx, CPUTLBEntryFull *full, uintptr_t ra)
 {
     CPUX86State *env = cs->env_ptr;
     unsigned kind = kind_of(type), reason, bad;
     UlptEntry e = { .page = full->ulpt_page, .lines = full->ulpt_lines };
 
     if (full->ulpt_kind == ULPT_TLB_VIEW) {
-        view_store(cs, addr, size, ra);          /* only stores are checked on the view */
+        /* Only stores are checked on the view. */
+        view_store(cs, addr, size, ra);
         return;
     }
     env->ulpt_stats.checks++;
-    reason = ulpt_check(&e, false, kind, addr & ~TARGET_PAGE_MASK, size, &bad);
+    reason = ulpt_check(&e, false, kind, addr & ~TARGET_PAGE_MASK, size,
+                        &bad);
     if (reason && !(kind & permitted_kinds(env))) {
-        violation(cs, (addr & TARGET_PAGE_MASK) | bad, addr, size, kind, reason, &e, false,
-                  ra);
+        violation(cs, (addr & TARGET_PAGE_MASK) | bad, addr, size, kind,
+                  reason, &e, false, ra);
     }
 }
 
-bool ulpt_tlb_fill(CPUState *cs, vaddr addr, int size, MMUAccessType type, int mmu_idx,
-                   bool probe, uintptr_t ra, hwaddr paddr, int prot, int page_size)
+bool ulpt_tlb_fill(CPUState *cs, vaddr addr, int size, MMUAccessType type,
+                   int mmu_idx, bool probe, uintptr_t ra, hwaddr paddr,
+                   int prot, int page_size)
 {
     CPUX86State *env = cs->env_ptr;
     unsigned kind = kind_of(type), reason, bad;
@@ -262,32 +294,35 @@ bool ulpt_tlb_fill(CPUState *cs, vaddr addr, int size, MMUAccessType type, int m
 
     if (ulpt_in_view(env->ulpt.view, addr)) {
         /*
-         * The view is never restricted (R-COH-3); stores to it go to ulpt_tlb_check
-         * (TLB_CHECK), loads stay inline. A locked read-modify-write then finds a readable
-         * entry: with every comparator invalid, QEMU's atomic path took it for a write-only
-         * page and stopped the world, and the view store's cross-CPU sync restarted the
-         * instruction every time (a livelock with two vCPUs).
+         * The view is never restricted (R-COH-3); stores to it go to
+         * ulpt_tlb_check (TLB_CHECK), loads stay inline. A locked
+         * read-modify-write then finds a readable entry: with every
+         * comparator invalid, QEMU's atomic path took it for a write-only
+         * page and stopped the world, and the view store's cross-CPU sync
+         * restarted the instruction every time (a livelock with two vCPUs).
          */
         if (type == MMU_DATA_STORE) {
             view_store(cs, addr, size, ra);
         }
-        install(cs, mmu_idx, addr, paddr, prot | PAGE_WRITE_CHECK, TARGET_PAGE_BITS,
-                ULPT_TLB_VIEW, NULL);
+        install(cs, mmu_idx, addr, paddr, prot | PAGE_WRITE_CHECK,
+                TARGET_PAGE_BITS, ULPT_TLB_VIEW, NULL);
         return true;
     }
 
     env->ulpt_stats.walks++;
-    malformed = ulpt_walk(env->ulpt.root, addr, read_phys, cs, &e) == ULPT_WALK_MALFORMED;
+    malformed = ulpt_walk(env->ulpt.root, addr, read_phys, cs, &e) ==
+                ULPT_WALK_MALFORMED;
     if (!malformed && ulpt_entry_empty(&e)) {
         install(cs, mmu_idx, addr, paddr, prot, lg, ULPT_TLB_NONE, NULL);
         return true;
     }
     env->ulpt_stats.checks++;
-    reason = ulpt_check(&e, malformed, kind, addr & ~TARGET_PAGE_MASK, size, &bad);
+    reason = ulpt_check(&e, malformed, kind, addr & ~TARGET_PAGE_MASK, size,
+                        &bad);
     if (reason) {
         if (!(kind & permitted_kinds(env))) {
-            return violation(cs, (addr & TARGET_PAGE_MASK) | bad, addr, size, kind, reason,
-                             &e, probe, ra);
+            return violation(cs, (addr & TARGET_PAGE_MASK) | bad, addr, size,
+                             kind, reason, &e, probe, ra);
         }
         /* Let this access through; the next one is checked again. */
         install(cs, mmu_idx, addr, paddr, prot, 0, ULPT_TLB_ONCE, &e);
@@ -296,7 +331,7 @@ bool ulpt_tlb_fill(CPUState *cs, vaddr addr, int size, MMUAccessType type, int m
     if (e.page & ULPT_NX) {
         prot &= ~PAGE_EXEC;
     }
-    /* Page-wide rights: fold them into prot; denied kinds miss into tlb_fill. */
+    /* Page-wide rights: fold them into prot; denied kinds miss into tlb_fill */
     if (e.page & ULPT_NR) {
         prot &= ~PAGE_READ;
     }
@@ -307,19 +342,23 @@ bool ulpt_tlb_fill(CPUState *cs, vaddr addr, int size, MMUAccessType type, int m
         install(cs, mmu_idx, addr, paddr, prot, lg, ULPT_TLB_NONE, &e);
         return true;
     }
-    /* Line rights: each kind some line denies goes to ulpt_tlb_check, the others inline. */
+    /*
+     * Line rights: each kind some line denies goes to ulpt_tlb_check, the
+     * others stay inline.
+     */
     if (e.lines & ULPT_LINES_NR_ALL) {
         prot |= PAGE_READ_CHECK;
     }
     if (e.lines & ULPT_LINES_NW_ALL) {
         prot |= PAGE_WRITE_CHECK;
     }
-    install(cs, mmu_idx, addr, paddr, prot, TARGET_PAGE_BITS, ULPT_TLB_LINES, &e);
+    install(cs, mmu_idx, addr, paddr, prot, TARGET_PAGE_BITS, ULPT_TLB_LINES,
+            &e);
     return true;
 }
 
-void ulpt_probe_range(CPUX86State *env, vaddr addr, unsigned size, MMUAccessType type,
-                      uintptr_t ra)
+void ulpt_probe_range(CPUX86State *env, vaddr addr, unsigned size,
+                      MMUAccessType type, uintptr_t ra)
 {
     CPUTLBCommon *split = &env_tlb(env)->c;
     int mmu_idx = cpu_mmu_index(env, false);
@@ -338,15 +377,19 @@ void ulpt_probe_range(CPUX86State *env, vaddr addr, unsigned size, MMUAccessType
     split->split_size = 0;
 }
 
-/* Wide SSE/AVX accesses (translate.c): desc is size | store << 8 | aligned << 9. */
+/*
+ * Wide SSE/AVX accesses (translate.c): desc is size | store << 8 |
+ * aligned << 9.
+ */
 void helper_ulpt_probe(CPUX86State *env, target_ulong addr, uint32_t desc)
 {
     unsigned size = desc & 0xff;
+    MMUAccessType type = (desc & (1 << 8)) ? MMU_DATA_STORE : MMU_DATA_LOAD;
 
     if ((desc & (1 << 9)) && (addr & (size - 1))) {
-        return;                                  /* the alignment #GP comes first */
+        return;                         /* the alignment #GP comes first */
     }
-    ulpt_probe(env, addr, size, (desc & (1 << 8)) ? MMU_DATA_STORE : MMU_DATA_LOAD, GETPC());
+    ulpt_probe(env, addr, size, type, GETPC());
 }
 
 void ulpt_deliver(CPUX86State *env)
@@ -368,7 +411,10 @@ void ulpt_deliver(CPUX86State *env)
 
     ulpt_event(env);
     ulpt_frame_encode(&f, w);
-    /* A fault here is the ordinary #PF of the push, with nothing changed (R-DEL-2). */
+    /*
+     * A fault here is the ordinary #PF of the push, with nothing changed
+     * (R-DEL-2).
+     */
     env->ulpt.frame_access = true;
     for (int i = 0; i < ULPT_FRAME_WORDS; i++) {
         cpu_stq_mmuidx_ra(env, base + 8 * i, w[i], MMU_USER64_IDX, 0);
@@ -395,7 +441,8 @@ void helper_ulpt_uiret(CPUX86State *env)
     uint64_t w[ULPT_FRAME_WORDS];
     UlptFrame f;
 
-    if (!(env->features[FEAT_7_0_EDX] & CPUID_7_0_EDX_ULPT) || !ulpt_enabled(env)) {
+    if (!(env->features[FEAT_7_0_EDX] & CPUID_7_0_EDX_ULPT) ||
+        !ulpt_enabled(env)) {
         raise_exception_ra(env, EXCP06_ILLOP, ra);
     }
     if ((env->hflags & HF_CPL_MASK) != 3 || !(env->hflags & HF_CS64_MASK) ||
@@ -404,7 +451,8 @@ void helper_ulpt_uiret(CPUX86State *env)
     }
     env->ulpt.frame_access = true;
     for (int i = 0; i < ULPT_FRAME_WORDS; i++) {
-        w[i] = cpu_ldq_mmuidx_ra(env, env->regs[R_ESP] + 8 * i, MMU_USER64_IDX, ra);
+        w[i] = cpu_ldq_mmuidx_ra(env, env->regs[R_ESP] + 8 * i,
+                                 MMU_USER64_IDX, ra);
     }
     env->ulpt.frame_access = false;
     ulpt_frame_decode(w, &f);
@@ -416,65 +464,70 @@ void helper_ulpt_uiret(CPUX86State *env)
     cpu_load_eflags(env, f.rflags, ULPT_UIRET_FLAGS);
     env->ulpt.status &= ~ULPT_STATUS_IN_HANDLER;
     if (f.info & ULPT_INFO_PERMIT) {
-        /* R-RET-2: the next instruction runs alone (see translate.c) with these kinds let
-         * through, and interrupts wait for it, as after STI. */
-        env->ulpt.permit_kinds = ULPT_INFO_KIND(f.info) | ULPT_INFO_PERMITTED(f.info);
+        /*
+         * R-RET-2: the next instruction runs alone (see translate.c) with
+         * these kinds let through, and interrupts wait for it, as after STI.
+         */
+        env->ulpt.permit_kinds = ULPT_INFO_KIND(f.info) |
+                                 ULPT_INFO_PERMITTED(f.info);
         env->hflags |= HF_ULPT_PERMIT_MASK | HF_INHIBIT_IRQ_MASK;
     }
     env->ulpt_stats.returns++;
     trace_ulpt_uiret(env_cpu(env)->cpu_index, f.rip, f.rsp,
-                     (env->hflags & HF_ULPT_PERMIT_MASK) ? env->ulpt.permit_kinds : 0);
+                     (env->hflags & HF_ULPT_PERMIT_MASK) ?
+                     env->ulpt.permit_kinds : 0);
 }
 
-bool ulpt_rdmsr(CPUX86State *env, uint32_t msr, uint64_t *val)
+bool ulpt_msr_access(CPUX86State *env, uint32_t msr, uint64_t *val,
+                     bool is_write)
 {
+    CPUState *cs = env_cpu(env);
+    uint64_t *reg;
+    bool flush = false;         /* R-MSR-3: the write discards cached rights */
+
     if (!(env->features[FEAT_7_0_EDX] & CPUID_7_0_EDX_ULPT)) {
         return false;
     }
     switch (msr) {
-    case MSR_ULPT_CTL:     *val = env->ulpt.ctl;     return true;
-    case MSR_ULPT_ROOT:    *val = env->ulpt.root;    return true;
-    case MSR_ULPT_VIEW:    *val = env->ulpt.view;    return true;
-    case MSR_ULPT_HANDLER: *val = env->ulpt.handler; return true;
-    case MSR_ULPT_STKADJ:  *val = env->ulpt.stkadj;  return true;
-    case MSR_ULPT_STATUS:  *val = env->ulpt.status;  return true;
-    default:               return false;
-    }
-}
-
-bool ulpt_wrmsr(CPUX86State *env, uint32_t msr, uint64_t val)
-{
-    CPUState *cs = env_cpu(env);
-
-    if (!(env->features[FEAT_7_0_EDX] & CPUID_7_0_EDX_ULPT) ||
-        !ulpt_msr_write_ok(msr, val, env_archcpu(env)->phys_bits, va_bits(env))) {
-        return false;
-    }
-    trace_ulpt_msr_write(cs->cpu_index, msr, val);
-    switch (msr) {
     case MSR_ULPT_CTL:
+        reg = &env->ulpt.ctl;
+        flush = true;
+        break;
     case MSR_ULPT_ROOT:
+        reg = &env->ulpt.root;
+        flush = true;
+        break;
     case MSR_ULPT_VIEW:
-        if (msr == MSR_ULPT_CTL) {
-            env->ulpt.ctl = val;
-            ulpt_update_hflags(env);
-        } else if (msr == MSR_ULPT_ROOT) {
-            env->ulpt.root = val;
-        } else {
-            env->ulpt.view = val;
-        }
-        tlb_flush(cs);                           /* R-MSR-3 */
-        return true;
+        reg = &env->ulpt.view;
+        flush = true;
+        break;
     case MSR_ULPT_HANDLER:
-        env->ulpt.handler = val;
-        return true;
+        reg = &env->ulpt.handler;
+        break;
     case MSR_ULPT_STKADJ:
-        env->ulpt.stkadj = val;
-        return true;
+        reg = &env->ulpt.stkadj;
+        break;
     case MSR_ULPT_STATUS:
-        env->ulpt.status = val;
-        return true;
+        reg = &env->ulpt.status;
+        break;
     default:
         return false;
     }
+    if (!is_write) {
+        *val = *reg;
+        return true;
+    }
+    if (!ulpt_msr_write_ok(msr, *val, env_archcpu(env)->phys_bits,
+                           va_bits(env))) {
+        return false;
+    }
+    trace_ulpt_msr_write(cs->cpu_index, msr, *val);
+    *reg = *val;
+    if (msr == MSR_ULPT_CTL) {
+        ulpt_update_hflags(env);
+    }
+    if (flush) {
+        tlb_flush(cs);
+    }
+    return true;
 }
