@@ -40,22 +40,22 @@ initramfs: $(INITRAMFS)
 $(B)/guest/bin/%: guest/%.c guest/ulpt-handler.h include/ulpt/arch.h | kernel
 	@mkdir -p $(@D)
 	$(CC) $(GUEST_CFLAGS) $(DEPFLAGS) -o $@ $<
-$(B)/guest/tests/%: tests/guest/%.c tests/guest/tap.h guest/ulpt-handler.h include/ulpt/arch.h | kernel
+$(B)/guest/tests/%: tests/guest/%.c tests/lib/tap.h guest/ulpt-handler.h include/ulpt/arch.h | kernel
 	@mkdir -p $(@D)
-	$(CC) $(GUEST_CFLAGS) $(DEPFLAGS) -Itests/guest -o $@ $< -lpthread
+	$(CC) $(GUEST_CFLAGS) $(DEPFLAGS) -Itests/lib -o $@ $< -lpthread
 
 $(INITRAMFS): $(GUEST_PROGS) $(GUEST_TESTS) guest/init tests/tap-run scripts/build-initramfs | kernel
 	@scripts/build-initramfs $@
 
 # The kernel's uapi header and the ABI header agree (needs the installed kernel headers).
-$(B)/tests/unit/abi-agree: tests/unit/abi-agree.c include/ulpt/arch.h tests/guest/tap.h | kernel
+$(B)/tests/unit/abi-agree: tests/unit/abi-agree.c include/ulpt/arch.h tests/lib/tap.h | kernel
 	@mkdir -p $(@D)
-	$(CC) -O2 -g -Wall -Wextra -Werror $(DEPFLAGS) -Iinclude -I$(B)/linux/headers/include -Itests/guest -o $@ $<
+	$(CC) -O2 -g -Wall -Wextra -Werror $(DEPFLAGS) -Iinclude -I$(B)/linux/headers/include -Itests/lib -o $@ $<
 
 # Host unit tests of the ULPT decision logic, built against target-ulpt/ulpt-core.c.
-$(B)/tests/unit/%: tests/unit/%.c target-ulpt/ulpt-core.c target-ulpt/ulpt-core.h include/ulpt/arch.h tests/guest/tap.h
+$(B)/tests/unit/%: tests/unit/%.c target-ulpt/ulpt-core.c target-ulpt/ulpt-core.h include/ulpt/arch.h tests/lib/tap.h
 	@mkdir -p $(@D)
-	$(CC) -O2 -g -Wall -Wextra -Werror -Itarget-ulpt -Itests/guest -o $@ $< target-ulpt/ulpt-core.c
+	$(CC) -O2 -g -Wall -Wextra -Werror -Itarget-ulpt -Itests/lib -o $@ $< target-ulpt/ulpt-core.c
 
 # Bare-metal CPU tests (no kernel): PVH-booted ELF images run by tests/suites/cpu.sh.
 BM_CFLAGS := -O1 -g -ffreestanding -fno-pic -no-pie -nostdlib -static -mno-red-zone \

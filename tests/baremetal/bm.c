@@ -87,6 +87,90 @@ int bm_done(void)
     bm_exit(n_failed != 0 || n_tests != n_planned);
 }
 
+/* --- the kernel command line and the test runner --------------------------------------- */
+uint32_t pvh_start_info;                    /* EBX at the PVH entry (boot.S) */
+static char cmdline[256];
+
+/* hvm_start_info (Xen's public/arch-x86/hvm/start_info.h): magic at 0, cmdline_paddr at 24. */
+static void save_cmdline(void)
+{
+    const uint8_t *si = (const uint8_t *)(uint64_t)pvh_start_info;
+    if (!si || *(const uint32_t *)si != 0x336ec578u)
+        return;
+    const char *c = (const char *)*(const uint64_t *)(si + 24);
+    for (unsigned i = 0; c && i < sizeof(cmdline) - 1 && c[i]; i++)
+        cmdline[i] = c[i];
+}
+
+const char *bm_cmdline(void) { return cmdline; }
+
+/* Word w (length len) selects test name: the whole name, or the rule before its ':'. */
+static int selects(const char *w, unsigned len, const char *name)
+{
+    unsigned i = 0;
+    while (i < len && name[i] && name[i] == w[i])
+        i++;
+    return i == len && (name[i] == 0 || name[i] == ':');
+}
+
+static int next_word(const char **p, unsigned *len)
+{
+    const char *s = *p;
+    while (*s == ' ' || *s == '\t')
+        s++;
+    unsigned n = 0;
+    while (s[n] && s[n] != ' ' && s[n] != '\t')
+        n++;
+    *p = s;
+    *len = n;
+    return n != 0;
+}
+
+void bm_run(const struct bm_test *t, unsigned n)
+{
+    static uint8_t sel[64];
+    const char *p = cmdline;
+    unsigned len, any = 0, planned = 0;
+
+    if (n > sizeof(sel)) {
+        bm_printf("Bail out! %u tests, the runner takes %u\n", n, (unsigned)sizeof(sel));
+        bm_exit(1);
+    }
+    for (; next_word(&p, &len); p += len) {
+        if (len == 4 && selects(p, len, "list")) {
+            for (unsigned i = 0; i < n; i++)
+                bm_printf("%s\n", t[i].name);
+            bm_exit(0);
+        }
+        unsigned hit = 0;
+        for (unsigned i = 0; i < n; i++)
+            if (selects(p, len, t[i].name))
+                sel[i] = hit = 1;
+        if (!hit) {
+            bm_printf("Bail out! no test named \"");
+            for (unsigned i = 0; i < len; i++)
+                bm_printf("%c", p[i]);
+            bm_printf("\" (-append list lists them)\n");
+            bm_exit(1);
+        }
+        any = 1;
+    }
+    for (unsigned i = 0; i < n; i++)
+        if (!any || sel[i])
+            planned += t[i].checks;
+    bm_plan(planned);
+    for (unsigned i = 0; i < n; i++) {
+        if (any && !sel[i])
+            continue;
+        int before = n_tests;
+        bm_printf("# %s\n", t[i].name);
+        t[i].fn();
+        if (n_tests - before != t[i].checks)
+            bm_printf("# %s made %d checks, declares %d\n", t[i].name, n_tests - before, t[i].checks);
+    }
+    bm_done();
+}
+
 /* --- traps ---------------------------------------------------------------------------- */
 extern char wrmsr_insn[], wrmsr_fixup[], rdmsr_insn[], rdmsr_fixup[], kuiret_insn[], kuiret_fixup[];
 static const struct { char *insn, *fixup; } fixups[] = {
@@ -301,6 +385,7 @@ void tests(void);
 
 void kmain(void)
 {
+    save_cmdline();
     setup_cpu();
     extern char __bss_end[];
     if ((uint64_t)__bss_end > 0x200000) {

@@ -29,6 +29,25 @@ int bm_ok(int cond, const char *fmt, ...);
 void bm_plan(int n);
 int bm_done(void) __attribute__((noreturn));
 
+/*
+ * A test image's tests: a table of named functions, each making a fixed number of checks
+ * (bm_ok calls), run in table order by bm_run (the shape of pkey_tests[] in Linux's
+ * tools/testing/selftests/vm/protection_keys.c). The kernel command line (PVH start info,
+ * QEMU's -append) selects them: empty runs all; "list" prints the names; otherwise each word
+ * is a test name, or a rule ("R-DEL-1") standing for every test named after it ("R-DEL-1",
+ * "R-DEL-1:frame", ...). A word that names no test is an error (Bail out!, exit status 1).
+ * The plan is the sum of the selected tests' counts; a test that makes a different number of
+ * checks fails the run.
+ */
+struct bm_test {
+    const char *name;          /* the spec rule it checks, ":topic" when a rule has several */
+    void (*fn)(void);
+    int checks;
+};
+#define BM_NTESTS(t) (sizeof(t) / sizeof((t)[0]))
+void bm_run(const struct bm_test *t, unsigned n) __attribute__((noreturn));
+const char *bm_cmdline(void);              /* the kernel command line ("" without -append) */
+
 /* Runs fn(arg) at CPL 3 on the user stack; returns 0x80 if it returned, else the vector. */
 uint64_t run_user(void (*fn)(void *), void *arg, uint64_t user_rsp);
 uint64_t run_user_default(void (*fn)(void *), void *arg);

@@ -44,6 +44,9 @@ _start32:
     subl %edi, %ecx
     xorl %eax, %eax
     rep stosb
+    /* The PVH loader passes the physical address of its hvm_start_info in EBX (bm.c reads
+       the kernel command line from it). */
+    movl %ebx, pvh_start_info
     /* PML4[0] -> PDPT -> PD; PD[0] -> PT0 (4 KiB pages for the first 2 MiB, so tests can
        change single PTEs); PD[1..511] are 2 MiB pages. Everything is present, writable and
        user-accessible (US): user code runs anywhere. */

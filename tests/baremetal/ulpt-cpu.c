@@ -1,6 +1,8 @@
 /*
- * ULPT CPU tests without a kernel: each block checks rules of docs/spec.md (R-...).
- * On a CPU without ULPT (-cpu max) only the enumeration rules run.
+ * ULPT CPU tests without a kernel: one function per rule of docs/spec.md (R-...), or per topic
+ * of a rule ("R-DEL-1:frame"), listed in ulpt_tests[] at the end and run by bm_run() (bm.c),
+ * each from a fresh table. On a CPU without ULPT (-cpu max) only the enumeration rules of
+ * absent_tests[] run. One test alone: -append NAME; the names: -append list.
  */
 #include <cpuid.h>
 #include "bm.h"
@@ -204,19 +206,6 @@ static int escalated(uint64_t vec, unsigned kind, uint64_t addr)
     return vec == 14 && last_trap.error == want && last_trap.cr2 == addr;
 }
 
-static void absent_tests(void)
-{
-    uint64_t v;
-
-    bm_plan(4);
-    unsigned a, b, c, d;
-    __cpuid_count(7, 0, a, b, c, d);
-    bm_ok(!((d >> ULPT_CPUID_EDX_BIT) & 1), "R-ENUM-1: no ULPT CPUID bit on this model");
-    bm_ok(try_rdmsr(MSR_ULPT_CTL, &v) == -1 && last_trap.vector == 13, "R-ENUM-2: RDMSR ULPT_CTL #GP");
-    bm_ok(try_wrmsr(MSR_ULPT_CTL, 1) == -1 && last_trap.vector == 13, "R-ENUM-2: WRMSR ULPT_CTL #GP");
-    bm_ok(run_user_default(u_uiret, 0) == 6, "R-ENUM-2: UIRET #UD");
-}
-
 /* A frame describes the whole access: start, size, first denied byte; no part is done. */
 static int frame_is(volatile struct hlog *h, unsigned kind, uint64_t addr, uint64_t start, unsigned size)
 {
@@ -227,13 +216,24 @@ static int frame_is(volatile struct hlog *h, unsigned kind, uint64_t addr, uint6
 #define FRAME_FMT "addr %lx start %lx size %u"
 #define FRAME_ARGS(h) (h)->w[ULPT_FRAME_ADDR], (h)->w[ULPT_FRAME_START], ULPT_INFO_SIZE((h)->w[ULPT_FRAME_INFO])
 
-static void whole_access_tests(void)
+
+/* Every test starts from here: an empty table, ULPT enabled with this handler (0: none, so
+   violations escalate), not in a handler, the user-mode handler logging and permitting. */
+static void fresh(uint64_t handler)
+{
+    ulpt_clear_all();
+    ulpt_enable(handler);
+    hreset(ACT_PERMIT);
+    hwatch = 0;
+}
+
+/* SSE, AVX and x87 need the OS bits: CR4.OSFXSR, CR4.OSXSAVE and XCR0 = x87|SSE|AVX.
+   Returns whether the CPU has AVX. */
+static int enable_fpu(void)
 {
     unsigned a, b, c, d;
-    uint64_t r, cr4;
-    uint8_t *p;
+    uint64_t cr4;
 
-    /* SSE, AVX and x87 need the OS bits: CR4.OSFXSR, CR4.OSXSAVE and XCR0 = x87|SSE|AVX. */
     __cpuid(1, a, b, c, d);
     int avx = (c >> 28) & 1;
     asm volatile("mov %%cr4, %0" : "=r"(cr4));
@@ -241,15 +241,496 @@ static void whole_access_tests(void)
     if (avx)
         asm volatile("xsetbv" :: "c"(0), "a"(7), "d"(0));
     asm volatile("fninit");
+    return avx;
+}
 
-    /* Flags after UIRET (the handler sets DF ZF SF CF in the frame and lets the write through). */
+/* === Section 2: enumeration ============================================================ */
+
+/* On a CPU without ULPT (-cpu max). */
+static void enum1_absent(void)
+{
+    unsigned a, b, c, d;
+
+    __cpuid_count(7, 0, a, b, c, d);
+    bm_ok(!((d >> ULPT_CPUID_EDX_BIT) & 1), "R-ENUM-1: no ULPT CPUID bit on this model");
+}
+
+static void enum2_absent(void)
+{
+    uint64_t v;
+
+    bm_ok(try_rdmsr(MSR_ULPT_CTL, &v) == -1 && last_trap.vector == 13, "R-ENUM-2: RDMSR ULPT_CTL #GP");
+    bm_ok(try_wrmsr(MSR_ULPT_CTL, 1) == -1 && last_trap.vector == 13, "R-ENUM-2: WRMSR ULPT_CTL #GP");
+    bm_ok(run_user_default(u_uiret, 0) == 6, "R-ENUM-2: UIRET #UD");
+}
+
+static void enum1_present(void)
+{
+    unsigned a, b, c, d;
+
+    __cpuid_count(7, 0, a, b, c, d);
+    bm_ok((d >> ULPT_CPUID_EDX_BIT) & 1, "R-ENUM-1: CPUID.7.0:EDX[6] set");
+}
+
+/* === Section 10: reset (first: every other test writes the MSRs) ======================= */
+
+static void state1_reset(void)
+{
+    uint64_t v;
+    int ok = 1;
+
+    for (uint32_t m = MSR_ULPT_FIRST; m <= MSR_ULPT_LAST; m++)
+        ok &= try_rdmsr(m, &v) == 0 && v == 0;
+    bm_ok(ok, "R-STATE-1: all ULPT MSRs read 0 after reset");
+}
+
+/* === Section 3: MSRs =================================================================== */
+
+static void msr1_readback(void)
+{
+    uint64_t v;
+    static const struct { uint32_t msr; uint64_t good, bad; } mt[] = {
+        { MSR_ULPT_CTL, 1, 2 },
+        { MSR_ULPT_ROOT, 0x123000, 0x123008 },
+        { MSR_ULPT_VIEW, VIEW_BASE, VIEW_BASE + 8 },
+        { MSR_ULPT_HANDLER, 0x401000, 0x0000800000000000ull },
+        { MSR_ULPT_STKADJ, 128, 0x10000 },
+        { MSR_ULPT_STATUS, 1, 2 },
+    };
+    for (unsigned i = 0; i < 6; i++) {
+        bm_ok(try_wrmsr(mt[i].msr, mt[i].good) == 0 && try_rdmsr(mt[i].msr, &v) == 0 && v == mt[i].good &&
+              try_wrmsr(mt[i].msr, mt[i].bad) == -1 && last_trap.vector == 13 &&
+              try_rdmsr(mt[i].msr, &v) == 0 && v == mt[i].good,
+              "R-MSR-1/2: MSR %x reads back %lx; %lx is #GP and leaves it", mt[i].msr, mt[i].good, mt[i].bad);
+        try_wrmsr(mt[i].msr, 0);
+    }
+}
+
+static void msr2_limits(void)
+{
+    bm_ok(try_wrmsr(MSR_ULPT_ROOT, 1ull << 52) == -1, "R-MSR-2: ROOT above MAXPHYADDR #GP");
+    bm_ok(try_wrmsr(MSR_ULPT_VIEW, (1ull << 47) - (1ull << 38)) == -1, "R-MSR-2: VIEW + 2^39 beyond 2^47 #GP");
+}
+
+/* ROOT and CTL writes apply at once; with CTL.EN=0 nothing is checked. */
+static void msr3_apply(void)
+{
+    uint64_t r;
+
+    fresh(0);
+    wrmsr(MSR_ULPT_ROOT, 0xf000000000ull);            /* root outside RAM: everything denied */
+    r = run_user_default(u_write8, tp[0]);
+    wrmsr(MSR_ULPT_ROOT, ulpt_root_pa());
+    bm_ok(r == 14 && run_user_default(u_write8, tp[0]) == 0x80, "R-MSR-3: writing ROOT back applies at once");
+
+    fresh((uint64_t)ulpt_entry);
+    ulpt_kset(va(tp[3]), ULPT_NW, 0);
+    wrmsr(MSR_ULPT_CTL, 0);
+    bm_ok(run_user_default(u_write8, tp[3]) == 0x80, "R-ACC-1: with CTL.EN=0 nothing is checked");
+    wrmsr(MSR_ULPT_CTL, 1);
+    hreset(ACT_FIX);
+    r = run_user_default(u_write8, tp[3]);
+    bm_ok(r == 0x80 && hcount == 1, "R-MSR-3: CTL.EN=1 applies at once");
+}
+
+/* === Section 4.3: leaf entries ========================================================== */
+
+/* Page rights: NR, NW, NX, each for its kind only. */
+static void tbl1_page(void)
+{
+    uint64_t r;
+
+    fresh(0);
+    ulpt_kset(va(tp[1]), ULPT_NR, 0);
+    r = run_user_default(u_read8, tp[1] + 16);
+    bm_ok(escalated(r, ULPT_KIND_R, va(tp[1]) + 16), "R-TBL-1: NR page denies reads (#PF W=0, ULPT bit)");
+    bm_ok(last_trap.rip == (uint64_t)u_read8_insn, "R-ESC-1: #PF reported at the faulting instruction");
+    bm_ok(run_user_default(u_write8, tp[1]) == 0x80, "R-TBL-1: NR page allows writes");
+
+    tp[2][0] = 0xc3;                                   /* ret */
+    bm_ok(run_user_default(u_call, tp[2]) == 0x80, "code on a page without NX runs");
+    ulpt_kset(va(tp[2]), ULPT_NX, 0);
+    r = run_user_default(u_call, tp[2]);
+    bm_ok(escalated(r, ULPT_KIND_X, va(tp[2])), "R-TBL-1: NX denies instruction fetch (#PF I/D=1)");
+    ulpt_kset(va(tp[2]), ULPT_NX, 0);
+    bm_ok(run_user_default(u_write1, tp[2] + 1) == 0x80, "NX alone allows data writes");
+}
+
+/* Line rights: only the denied line. */
+static void tbl1_lines(void)
+{
+    uint64_t r;
+
+    fresh(0);
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(3));
+    bm_ok(run_user_default(u_write8, tp[3] + 2 * 128) == 0x80, "R-TBL-1: line 2 writable");
+    r = run_user_default(u_write8, tp[3] + 3 * 128 + 40);
+    bm_ok(escalated(r, ULPT_KIND_W, va(tp[3]) + 3 * 128 + 40), "R-TBL-1: line 3 write denied, exact CR2");
+    bm_ok(run_user_default(u_write8, tp[3] + 4 * 128) == 0x80 && run_user_default(u_read8, tp[3] + 3 * 128) == 0x80,
+          "R-TBL-1: line 4 writable, line 3 readable");
+}
+
+/*
+ * Pages whose lines deny one kind only keep the other kind on QEMU's fast path (the TLB
+ * comparator of the denied kind alone is invalid): the rights stay exact for both kinds
+ * (here), a view store denying the fast kind applies to the next access (coh1_fast_path),
+ * and code on such pages (self-modifying, NX) behaves as on any other page (acc1_fast_path_code).
+ */
+static void tbl1_fast_path(void)
+{
+    uint64_t r;
+    uint8_t *w = tp[4], *rd = tp[5];
+
+    fresh(0);
+    ulpt_kset(va(w), 0, ULPT_LINE_NW(3));
+    bm_ok(run_user_default(u_read8, w + 384) == 0x80 && run_user_default(u_write8, w) == 0x80,
+          "fast path: on a page whose lines deny writes only, a load from the denied line and a store to another line go through");
+    r = run_user_default(u_write8, w + 392);
+    bm_ok(escalated(r, ULPT_KIND_W, va(w) + 392), "fast path: a store to the write-denied line still faults (vec %lu cr2 %lx)",
+          r, last_trap.cr2);
+    ulpt_kset(va(rd), 0, ULPT_LINE_NR(3));
+    bm_ok(run_user_default(u_write8, rd + 384) == 0x80 && run_user_default(u_read8, rd) == 0x80,
+          "fast path: on a page whose lines deny reads only, a store to the denied line and a load from another line go through");
+    r = run_user_default(u_read8, rd + 400);
+    bm_ok(escalated(r, ULPT_KIND_R, va(rd) + 400), "fast path: a load from the read-denied line still faults (vec %lu cr2 %lx)",
+          r, last_trap.cr2);
+}
+
+/* A cleared entry restores the fast path: the entry installed afterwards is ordinary,
+   so a burst of accesses is fast; here we check the rights, the speed is in the bench. */
+static void tbl1_empty_entry(void)
+{
+    struct loop_args la = { (uint64_t *)tp[3], 100 };
+
+    fresh((uint64_t)ulpt_entry);
     ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(0));
-    hreset(ACT_SETFLAGS);
-    hflags = 0x400 | 0x40 | 0x80 | 0x1;
-    r = run_user_default(u_flags_exact, tp[3]);
-    bm_ok(r == 0x80 && hcount == 1 && !(flags_exact & (0x400 | 0x40 | 0x80 | 0x1)),
-          "R-RET-1: after UIRET, cld and test set DF ZF SF CF exactly (rflags %lx)", flags_exact);
+    run_user_default(u_read8, tp[3]);                  /* the page's TLB entry has line rights */
+    ulpt_kset(va(tp[3]), 0, 0);
+    hreset(ACT_PERMIT);
+    bm_ok(run_user_default(u_loop, &la) == 0x80 && hcount == 0, "R-TBL-1: an empty entry never delivers");
+}
 
+/* Malformed entries and tables. */
+static void tbl2_malformed(void)
+{
+    uint64_t r;
+
+    fresh(0);
+    ulpt_kset(va(tp[7]), 1ull << 3, 0);
+    r = run_user_default(u_read8, tp[7]);
+    bm_ok(escalated(r, ULPT_KIND_R, va(tp[7])), "R-TBL-2: reserved leaf bit: malformed, access denied");
+    ulpt_kset(va(tp[7]), 0xa5ull << 56, 0);
+    bm_ok(run_user_default(u_write8, tp[7]) == 0x80, "R-TBL-2: software bits 63:56 restrict nothing");
+
+    /* Root outside RAM: everything malformed, including instruction fetch. */
+    wrmsr(MSR_ULPT_ROOT, 0xf000000000ull);
+    r = run_user_default(u_write8, tp[0]);
+    bm_ok(r == 14 && (last_trap.error & ULPT_PF_ERROR_BIT) && (last_trap.error & PF_I),
+          "R-TBL-2: a root outside RAM denies everything, even the first fetch");
+    wrmsr(MSR_ULPT_ROOT, ulpt_root_pa());
+}
+
+/* === Section 4.4: the view and coherence ================================================ */
+
+static void coh1_view_store(void)
+{
+    uint64_t r;
+
+    fresh(0);
+    bm_ok(run_user_default(u_write8, tp[0]) == 0x80 && run_user_default(u_read8, tp[0]) == 0x80,
+          "empty table: user read and write succeed");
+    struct view_args vw = { ulpt_view_entry(va(tp[0])), ULPT_NW, 0, (uint64_t *)(tp[0] + 8) };
+    *(volatile uint64_t *)(tp[0] + 8) = 0;
+    r = run_user_default(u_view_then_write, &vw);
+    bm_ok(escalated(r, ULPT_KIND_W, va(tp[0]) + 8),
+          "R-COH-1: one user store through the view denies the next write (vec %lu err %lx cr2 %lx)",
+          r, last_trap.error, last_trap.cr2);
+    bm_ok(last_trap.rip != 0 && *(volatile uint64_t *)(tp[0] + 8) != 0x1234, "R-ESC-1: the write did not happen");
+    bm_ok(run_user_default(u_read8, tp[0]) == 0x80, "R-TBL-1: NW page still allows reads");
+    vw.page = 0;
+    bm_ok(run_user_default(u_view_then_write, &vw) == 0x80 && *(volatile uint64_t *)(tp[0] + 8) == 0x1234,
+          "R-COH-1: clearing the entry with one store allows the write again");
+}
+
+/* R-COH-1 for the kind on the fast path: warm it, then one view store denies it. */
+static void coh1_fast_path(void)
+{
+    uint64_t r;
+    uint8_t *w = tp[4], *rd = tp[5];
+
+    fresh(0);
+    ulpt_kset(va(w), 0, ULPT_LINE_NW(3));
+    ulpt_kset(va(rd), 0, ULPT_LINE_NR(3));
+    bm_ok(run_user_default(u_read8, w + 8) == 0x80, "fast path: loads from the write-only-denied page are warm");
+    struct view_args vr = { ulpt_view_entry(va(w)), 0, ULPT_LINE_NW(3) | ULPT_LINE_NR(0), (uint64_t *)(w + 8) };
+    r = run_user_default(u_view_then_read, &vr);
+    bm_ok(escalated(r, ULPT_KIND_R, va(w) + 8),
+          "R-COH-1 on the fast path: one view store denying reads applies to the next load (vec %lu cr2 %lx)", r, last_trap.cr2);
+    bm_ok(run_user_default(u_write8, rd + 16) == 0x80, "fast path: stores to the read-only-denied page are warm");
+    struct view_args vw = { ulpt_view_entry(va(rd)), 0, ULPT_LINE_NR(3) | ULPT_LINE_NW(0), (uint64_t *)(rd + 16) };
+    r = run_user_default(u_view_then_write, &vw);
+    bm_ok(escalated(r, ULPT_KIND_W, va(rd) + 16),
+          "R-COH-1 on the fast path: one view store denying writes applies to the next store (vec %lu cr2 %lx)", r, last_trap.cr2);
+}
+
+/* The view is never restricted. */
+static void coh3_view(void)
+{
+    fresh(0);
+    struct view_args vw = { ulpt_view_entry(va(tp[0])), 0, 0, (uint64_t *)tp[0] };
+    bm_ok(run_user_default(u_view_then_write, &vw) == 0x80, "R-COH-3: user stores to the view succeed");
+}
+
+/* Kernel stores are not noticed until INVLPG. */
+static void coh4_kernel_store(void)
+{
+    fresh(0);
+    bm_ok(run_user_default(u_write8, tp[0]) == 0x80, "write allowed before a kernel-side table change");
+    ulpt_phys_entry(va(tp[0]))[0] = ULPT_NW;            /* through the direct map: not noticed */
+    invlpg(tp[0]);
+    bm_ok(escalated(run_user_default(u_write8, tp[0]), ULPT_KIND_W, va(tp[0])),
+          "R-COH-4: after INVLPG the kernel's table change applies");
+}
+
+/* NX set by one store applies to the next fetch after a taken branch, also for code that
+   already ran (translated, looked up without the TLB, chained). */
+static void coh5_nx(void)
+{
+    uint64_t r;
+    int ok;
+
+    fresh(0);
+    tp[2][0] = 0xc3;                                   /* ret */
+    bm_ok(run_user_default(u_call, tp[2]) == 0x80, "R-COH-5: the page's code runs (and is now translated)");
+    struct view_args nx = { ulpt_view_entry(va(tp[2])), ULPT_NX, 0, 0 };
+    r = run_user_default(u_view_then_call, &nx);
+    bm_ok(escalated(r, ULPT_KIND_X, va(tp[2])), "R-COH-5: after one store setting NX, a call into translated code faults");
+    ulpt_kset(va(tp[2]), 0, 0);
+    static const uint8_t self_nx[] = { 0x48, 0x89, 0x37,   /* mov %rsi, (%rdi): word 0 of its own entry */
+                                       0xeb, 0x00,         /* jmp .+2 (a taken branch) */
+                                       0xc3 };             /* ret */
+    for (unsigned i = 0; i < sizeof(self_nx); i++)
+        tp[2][16 + i] = self_nx[i];
+    struct call_args ca = { tp[2] + 16, (void *)ulpt_view_entry(va(tp[2])), 0 };
+    ok = run_user_default(u_call_arg, &ca) == 0x80 && run_user_default(u_call_arg, &ca) == 0x80;
+    ca.arg2 = ULPT_NX;
+    r = run_user_default(u_call_arg, &ca);
+    bm_ok(ok && escalated(r, ULPT_KIND_X, va(tp[2]) + 16 + 5),
+          "R-COH-5: code setting NX on its own page faults at the fetch after its branch (vec %lu cr2 %lx)",
+          r, last_trap.cr2);
+    ulpt_kset(va(tp[2]), 0, 0);
+}
+
+/* === Section 5: which accesses are checked ============================================== */
+
+/* Accesses straddling into a denied line, within a page and across pages. */
+static void acc1_straddle(void)
+{
+    uint64_t r;
+
+    fresh(0);
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(3));
+    r = run_user_default(u_write8, tp[3] + 3 * 128 - 4);
+    bm_ok(escalated(r, ULPT_KIND_W, va(tp[3]) + 3 * 128), "R-ACC-1: unaligned write straddling into line 3 denied at its first byte");
+    ulpt_kset(va(tp[4]), 0, ULPT_LINE_NW(0));
+    r = run_user_default(u_write8, tp[4] - 4);
+    bm_ok(escalated(r, ULPT_KIND_W, va(tp[4])), "R-ACC-1: write straddling a page boundary into a denied line");
+    bm_ok(run_user_default(u_write8, tp[4] - 8) == 0x80, "write ending at the page boundary allowed");
+}
+
+/* String, locked and stack instructions. */
+static void acc1_instructions(void)
+{
+    uint64_t r;
+
+    fresh(0);
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NR(5));
+    struct rep_args rm = { tp[5], tp[3] + 512, 32 };
+    r = run_user_default(u_movs, &rm);
+    bm_ok(escalated(r, ULPT_KIND_R, va(tp[3]) + 640), "R-ACC-1: rep movsq reading through a NR line (vec %lu err %lx cr2 %lx)",
+          r, last_trap.error, last_trap.cr2);
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(1));
+    r = run_user_default(u_cmpxchg, tp[3] + 136);
+    bm_ok(escalated(r, ULPT_KIND_W, va(tp[3]) + 136), "R-ACC-1: lock cmpxchg on a NW line reports a write (vec %lu err %lx cr2 %lx)",
+          r, last_trap.error, last_trap.cr2);
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NR(1));
+    r = run_user_default(u_lock_add, tp[3] + 136);
+    bm_ok(escalated(r, ULPT_KIND_R, va(tp[3]) + 136), "R-ACC-1: lock add on a NR line reports its read");
+
+    uint8_t *stk = user_stack + USER_STACK_SIZE - 2 * PAGE;
+    ulpt_kset(va(stk), 0, ULPT_LINE_NW(31));
+    r = run_user_default(u_push, stk + PAGE);
+    bm_ok(escalated(r, ULPT_KIND_W, va(stk) + PAGE - 8) && last_trap.rip == (uint64_t)u_push_insn,
+          "R-ACC-1: a push to a denied stack line escalates");
+    ulpt_kset(va(stk), 0, 0);
+}
+
+/*
+ * Accesses that cross into a denied page, or into a denied first line of the next page
+ * (whose entry QEMU checks in its slow path, the first page's being plain): the whole
+ * access, from its first byte, and nothing of it done.
+ */
+static void acc1_cross_page(void)
+{
+    uint64_t r;
+    uint8_t *p;
+    static const struct { void (*fn)(void *); unsigned kind, size, back; const char *what; } cross[] = {
+        { u_write8, ULPT_KIND_W, 8, 4, "8-byte store" },
+        { u_write4, ULPT_KIND_W, 4, 2, "4-byte store" },
+        { u_movdqu_st, ULPT_KIND_W, 16, 8, "16-byte store" },
+        { u_read8, ULPT_KIND_R, 8, 4, "8-byte load" },
+        { u_movdqu_ld, ULPT_KIND_R, 16, 4, "16-byte load" },
+    };
+
+    enable_fpu();
+    fresh((uint64_t)ulpt_entry);
+    for (unsigned lines = 0; lines < 2; lines++) {
+        if (lines) {
+            ulpt_kset(va(tp[5]), 0, ULPT_LINE_NW(0) | ULPT_LINE_NR(0));
+        } else {
+            ulpt_kset(va(tp[5]), ULPT_NW | ULPT_NR, 0);
+        }
+        for (unsigned i = 0; i < sizeof(cross) / sizeof(cross[0]); i++) {
+            p = tp[5] - cross[i].back;
+            *(volatile uint64_t *)(tp[5] - 8) = 0xeeee;
+            if (lines) {
+                run_user_default(u_read8, tp[5] + 256);     /* the checked entry is live */
+            }
+            hreset(ACT_PERMIT);
+            hwatch = (volatile uint64_t *)(tp[5] - 8);
+            r = run_user_default(cross[i].fn, p);
+            bm_ok(r == 0x80 && hcount == 1 && hlog[0].seen == 0xeeee &&
+                  frame_is(&hlog[0], cross[i].kind, va(tp[5]), va(p), cross[i].size),
+                  "R-DEL-1: a %s crossing into a denied %s: nothing done, whole access reported (" FRAME_FMT ")",
+                  cross[i].what, lines ? "first line" : "page", FRAME_ARGS(&hlog[0]));
+        }
+    }
+    ulpt_kset(va(tp[5]), 0, 0);
+    hwatch = 0;
+}
+
+/* Code on a page whose lines deny writes elsewhere: self-modifying code, then NX. */
+static void acc1_fast_path_code(void)
+{
+    uint64_t r;
+    uint8_t *code = tp[7];
+    static const uint8_t ret1[] = { 0xb8, 0x01, 0x00, 0x00, 0x00, 0xc3 };  /* mov $1,%eax; ret */
+
+    fresh(0);
+    for (unsigned i = 0; i < sizeof(ret1); i++)
+        code[i] = ret1[i];
+    ulpt_kset(va(code), 0, ULPT_LINE_NW(31));
+    struct smc_args sa = { code, 0, 0 };
+    r = run_user_default(u_smc, &sa);
+    bm_ok(r == 0x80 && sa.first == 1 && sa.second == 7,
+          "fast path: self-modifying code on a page with write-denied lines runs the new code (%lu, %lu)", sa.first, sa.second);
+    for (unsigned i = 0; i < sizeof(ret1); i++)
+        code[i] = ret1[i];
+    ulpt_kset(va(code), 0, ULPT_LINE_NW(31) | ULPT_LINE_NR(31));
+    sa = (struct smc_args){ code, 0, 0 };
+    r = run_user_default(u_smc, &sa);
+    bm_ok(r == 0x80 && sa.first == 1 && sa.second == 7,
+          "self-modifying code on a page whose lines deny both kinds runs the new code (%lu, %lu)", sa.first, sa.second);
+    ulpt_kset(va(code), ULPT_NX, ULPT_LINE_NW(31));
+    r = run_user_default(u_call, code);
+    bm_ok(escalated(r, ULPT_KIND_X, va(code)), "fast path: NX on a page with write-denied lines denies the fetch (vec %lu)", r);
+    ulpt_clear_all();
+}
+
+/* Not checked: CPL 0. */
+static void acc2_cpl0(void)
+{
+    fresh(0);
+    ulpt_kset(va(tp[6]), ULPT_NW, 0);
+    *(volatile uint64_t *)tp[6] = 9;
+    bm_ok(*(volatile uint64_t *)tp[6] == 9, "R-ACC-2: CPL 0 writes a ULPT-denied page");
+}
+
+/* The paging check comes first. */
+static void acc3_paging_first(void)
+{
+    uint64_t r;
+
+    fresh(0);
+    ulpt_kset(va(tp[6]), ULPT_NW, 0);
+    *pte_of(tp[6]) &= ~2ull;                            /* read-only in the page tables */
+    invlpg(tp[6]);
+    r = run_user_default(u_write8, tp[6]);
+    bm_ok(r == 14 && last_trap.error == (PF_P | PF_W | PF_U), "R-ACC-3: paging fault first, without the ULPT bit");
+    *pte_of(tp[6]) &= ~1ull;                            /* not present */
+    invlpg(tp[6]);
+    r = run_user_default(u_read8, tp[6]);
+    bm_ok(r == 14 && last_trap.error == PF_U, "R-ACC-3: not-present page faults without the ULPT bit");
+    *pte_of(tp[6]) |= 3;
+    invlpg(tp[6]);
+    {   /* Protection keys come first too: key 1 write-disabled, ULPT NW as well. */
+        uint64_t cr4;
+        asm volatile("mov %%cr4, %0" : "=r"(cr4));
+        asm volatile("mov %0, %%cr4" :: "r"(cr4 | (1ull << 22)));          /* CR4.PKE */
+        *pte_of(tp[6]) |= 1ull << 59;                                       /* key 1 */
+        invlpg(tp[6]);
+        asm volatile("wrpkru" :: "a"(1u << 3), "c"(0), "d"(0));            /* key 1: WD */
+        r = run_user_default(u_write8, tp[6]);
+        bm_ok(r == 14 && last_trap.error == (PF_P | PF_W | PF_U | 0x20),
+              "R-ACC-3: a protection-key fault comes first, without the ULPT bit (err %lx)", last_trap.error);
+        asm volatile("wrpkru" :: "a"(0), "c"(0), "d"(0));
+        *pte_of(tp[6]) &= ~(0xfull << 59);
+        asm volatile("mov %0, %%cr4" :: "r"(cr4));
+        invlpg(tp[6]);
+    }
+}
+
+/* REP string instructions fault per iteration. */
+static void acc4_rep(void)
+{
+    uint64_t r;
+
+    fresh(0);
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(3));
+    struct rep_args ra = { tp[3] + 100, 0, 400 };
+    r = run_user_default(u_stos, &ra);
+    bm_ok(escalated(r, ULPT_KIND_W, va(tp[3]) + 384) && last_trap.rdi == va(tp[3]) + 384 &&
+          last_trap.rcx == 400 - (384 - 100u),
+          "R-ACC-4: rep stosb stops at the denied line with RDI/RCX of that iteration (rdi %lx rcx %lu)",
+          last_trap.rdi, last_trap.rcx);
+}
+
+/* === Section 6: delivery ================================================================ */
+
+static void del1_frame(void)
+{
+    uint64_t r, v;
+
+    fresh((uint64_t)ulpt_entry);
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(2));
+    hreset(ACT_FIX);
+    uint64_t ursp = (uint64_t)user_stack + USER_STACK_SIZE - 64;
+    r = run_user(u_write8, tp[3] + 256 + 24, ursp);
+    volatile struct hlog *h = &hlog[0];
+    bm_ok(r == 0x80 && hcount == 1, "R-DEL-1: the handler ran once and the program finished (r %lu, %d deliveries)", r, hcount);
+    bm_ok(h->w[ULPT_FRAME_ADDR] == va(tp[3]) + 256 + 24 && ULPT_INFO_KIND(h->w[1]) == ULPT_KIND_W &&
+          ULPT_INFO_REASON(h->w[1]) == ULPT_REASON_LINE && ULPT_INFO_SIZE(h->w[1]) == 8 &&
+          ULPT_INFO_PERMITTED(h->w[1]) == 0 && !(h->w[1] & ULPT_INFO_PERMIT),
+          "R-DEL-1: frame addr and info (kind W, reason line, size 8): %lx %lx", h->w[0], h->w[1]);
+    bm_ok(h->w[ULPT_FRAME_ENTRY0] == 0 && h->w[ULPT_FRAME_ENTRY1] == ULPT_LINE_NW(2) &&
+          h->w[ULPT_FRAME_START] == va(tp[3]) + 256 + 24,
+          "R-DEL-1: frame carries the entry words and the access's start");
+    bm_ok(h->w[ULPT_FRAME_RIP] == (uint64_t)u_write8_insn, "R-DEL-1: frame rip is the faulting instruction");
+    bm_ok(h->frame == ((h->w[ULPT_FRAME_RSP] - 128 - 64) & ~15ull) && (h->frame & 15) == 0,
+          "R-DEL-1: frame at (rsp - STKADJ - 64) & ~15 (frame %lx rsp %lx)", h->frame, h->w[ULPT_FRAME_RSP]);
+    bm_ok(*(volatile uint64_t *)(tp[3] + 256 + 24) == 0x55 && ulpt_phys_entry(va(tp[3]))[1] == 0,
+          "R-COH-1: the handler cleared the entry through the view; the write then completed");
+    bm_ok(try_rdmsr(MSR_ULPT_STATUS, &v) == 0 && v == 0, "R-RET-1: IN_HANDLER is 0 after UIRET");
+}
+
+/* The frame describes the whole access: its start, its size, nothing of it done. */
+static void del1_whole_access(void)
+{
+    uint64_t r;
+    uint8_t *p;
+    int avx = enable_fpu();
+
+    fresh((uint64_t)ulpt_entry);
     /* A line straddle: start before the denied line. */
     ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(3));
     hreset(ACT_PERMIT);
@@ -318,359 +799,16 @@ static void whole_access_tests(void)
           frame_is(&hlog[0], ULPT_KIND_W, va(p) + 8, va(p), 10) && *(volatile uint64_t *)p != 0xdddd,
           "R-DEL-1: fstpt into a denied line: nothing stored, 10 bytes reported (" FRAME_FMT ")", FRAME_ARGS(&hlog[0]));
     ulpt_kset(va(tp[3]), 0, 0);
-
-    /*
-     * Accesses that cross into a denied page, or into a denied first line of the next page
-     * (whose entry QEMU checks in its slow path, the first page's being plain): the whole
-     * access, from its first byte, and nothing of it done.
-     */
-    static const struct { void (*fn)(void *); unsigned kind, size, back; const char *what; } cross[] = {
-        { u_write8, ULPT_KIND_W, 8, 4, "8-byte store" },
-        { u_write4, ULPT_KIND_W, 4, 2, "4-byte store" },
-        { u_movdqu_st, ULPT_KIND_W, 16, 8, "16-byte store" },
-        { u_read8, ULPT_KIND_R, 8, 4, "8-byte load" },
-        { u_movdqu_ld, ULPT_KIND_R, 16, 4, "16-byte load" },
-    };
-    for (unsigned lines = 0; lines < 2; lines++) {
-        if (lines) {
-            ulpt_kset(va(tp[5]), 0, ULPT_LINE_NW(0) | ULPT_LINE_NR(0));
-        } else {
-            ulpt_kset(va(tp[5]), ULPT_NW | ULPT_NR, 0);
-        }
-        for (unsigned i = 0; i < sizeof(cross) / sizeof(cross[0]); i++) {
-            p = tp[5] - cross[i].back;
-            *(volatile uint64_t *)(tp[5] - 8) = 0xeeee;
-            if (lines) {
-                run_user_default(u_read8, tp[5] + 256);     /* the checked entry is live */
-            }
-            hreset(ACT_PERMIT);
-            hwatch = (volatile uint64_t *)(tp[5] - 8);
-            r = run_user_default(cross[i].fn, p);
-            bm_ok(r == 0x80 && hcount == 1 && hlog[0].seen == 0xeeee &&
-                  frame_is(&hlog[0], cross[i].kind, va(tp[5]), va(p), cross[i].size),
-                  "R-DEL-1: a %s crossing into a denied %s: nothing done, whole access reported (" FRAME_FMT ")",
-                  cross[i].what, lines ? "first line" : "page", FRAME_ARGS(&hlog[0]));
-        }
-    }
-    ulpt_kset(va(tp[5]), 0, 0);
     hwatch = 0;
-
-    /* A fetch has size 0; its start is the fetched address. */
-    tp[2][0] = 0xc3;
-    ulpt_kset(va(tp[2]), ULPT_NX, 0);
-    hreset(ACT_FIX);
-    r = run_user_default(u_call, tp[2]);
-    bm_ok(r == 0x80 && hcount == 1 && frame_is(&hlog[0], ULPT_KIND_X, va(tp[2]), va(tp[2]), 0),
-          "R-DEL-1: a fetch reports size 0 and start = addr (" FRAME_FMT ")", FRAME_ARGS(&hlog[0]));
 }
 
-/*
- * Pages whose lines deny one kind only keep the other kind on QEMU's fast path (the TLB
- * comparator of the denied kind alone is invalid): the rights stay exact for both kinds,
- * a view store denying the fast kind applies to the next access (R-COH-1), and code on such
- * pages (self-modifying, NX) behaves as on any other page.
- */
-static void fast_path_tests(void)
+/* A fetch violation: kind X, rip and start = the fetched address, size 0. */
+static void del1_fetch(void)
 {
     uint64_t r;
-    uint8_t *w = tp[4], *rd = tp[5], *code = tp[7];
 
-    ulpt_clear_all();
-    ulpt_enable(0);
-    ulpt_kset(va(w), 0, ULPT_LINE_NW(3));
-    bm_ok(run_user_default(u_read8, w + 384) == 0x80 && run_user_default(u_write8, w) == 0x80,
-          "fast path: on a page whose lines deny writes only, a load from the denied line and a store to another line go through");
-    r = run_user_default(u_write8, w + 392);
-    bm_ok(escalated(r, ULPT_KIND_W, va(w) + 392), "fast path: a store to the write-denied line still faults (vec %lu cr2 %lx)",
-          r, last_trap.cr2);
-    ulpt_kset(va(rd), 0, ULPT_LINE_NR(3));
-    bm_ok(run_user_default(u_write8, rd + 384) == 0x80 && run_user_default(u_read8, rd) == 0x80,
-          "fast path: on a page whose lines deny reads only, a store to the denied line and a load from another line go through");
-    r = run_user_default(u_read8, rd + 400);
-    bm_ok(escalated(r, ULPT_KIND_R, va(rd) + 400), "fast path: a load from the read-denied line still faults (vec %lu cr2 %lx)",
-          r, last_trap.cr2);
-
-    /* R-COH-1 for the kind on the fast path: warm it, then one view store denies it. */
-    bm_ok(run_user_default(u_read8, w + 8) == 0x80, "fast path: loads from the write-only-denied page are warm");
-    struct view_args vr = { ulpt_view_entry(va(w)), 0, ULPT_LINE_NW(3) | ULPT_LINE_NR(0), (uint64_t *)(w + 8) };
-    r = run_user_default(u_view_then_read, &vr);
-    bm_ok(escalated(r, ULPT_KIND_R, va(w) + 8),
-          "R-COH-1 on the fast path: one view store denying reads applies to the next load (vec %lu cr2 %lx)", r, last_trap.cr2);
-    bm_ok(run_user_default(u_write8, rd + 16) == 0x80, "fast path: stores to the read-only-denied page are warm");
-    struct view_args vw = { ulpt_view_entry(va(rd)), 0, ULPT_LINE_NR(3) | ULPT_LINE_NW(0), (uint64_t *)(rd + 16) };
-    r = run_user_default(u_view_then_write, &vw);
-    bm_ok(escalated(r, ULPT_KIND_W, va(rd) + 16),
-          "R-COH-1 on the fast path: one view store denying writes applies to the next store (vec %lu cr2 %lx)", r, last_trap.cr2);
-
-    /* Code on a page whose lines deny writes elsewhere: self-modifying code, then NX. */
-    static const uint8_t ret1[] = { 0xb8, 0x01, 0x00, 0x00, 0x00, 0xc3 };  /* mov $1,%eax; ret */
-    for (unsigned i = 0; i < sizeof(ret1); i++)
-        code[i] = ret1[i];
-    ulpt_kset(va(code), 0, ULPT_LINE_NW(31));
-    struct smc_args sa = { code, 0, 0 };
-    r = run_user_default(u_smc, &sa);
-    bm_ok(r == 0x80 && sa.first == 1 && sa.second == 7,
-          "fast path: self-modifying code on a page with write-denied lines runs the new code (%lu, %lu)", sa.first, sa.second);
-    for (unsigned i = 0; i < sizeof(ret1); i++)
-        code[i] = ret1[i];
-    ulpt_kset(va(code), 0, ULPT_LINE_NW(31) | ULPT_LINE_NR(31));
-    sa = (struct smc_args){ code, 0, 0 };
-    r = run_user_default(u_smc, &sa);
-    bm_ok(r == 0x80 && sa.first == 1 && sa.second == 7,
-          "self-modifying code on a page whose lines deny both kinds runs the new code (%lu, %lu)", sa.first, sa.second);
-    ulpt_kset(va(code), ULPT_NX, ULPT_LINE_NW(31));
-    r = run_user_default(u_call, code);
-    bm_ok(escalated(r, ULPT_KIND_X, va(code)), "fast path: NX on a page with write-denied lines denies the fetch (vec %lu)", r);
-    ulpt_clear_all();
-}
-
-void tests(void)
-{
-    unsigned a, b, c, d;
-    uint64_t v, r;
-    int ok;
-
-    __cpuid_count(7, 0, a, b, c, d);
-    if (!((d >> ULPT_CPUID_EDX_BIT) & 1)) {
-        absent_tests();
-        return;
-    }
-    bm_plan(75 + 19 + 11);
-    bm_ok(1, "R-ENUM-1: CPUID.7.0:EDX[6] set");
-
-    /* MSRs. */
-    ok = 1;
-    for (uint32_t m = MSR_ULPT_FIRST; m <= MSR_ULPT_LAST; m++)
-        ok &= try_rdmsr(m, &v) == 0 && v == 0;
-    bm_ok(ok, "R-STATE-1: all ULPT MSRs read 0 after reset");
-    static const struct { uint32_t msr; uint64_t good, bad; } mt[] = {
-        { MSR_ULPT_CTL, 1, 2 },
-        { MSR_ULPT_ROOT, 0x123000, 0x123008 },
-        { MSR_ULPT_VIEW, VIEW_BASE, VIEW_BASE + 8 },
-        { MSR_ULPT_HANDLER, 0x401000, 0x0000800000000000ull },
-        { MSR_ULPT_STKADJ, 128, 0x10000 },
-        { MSR_ULPT_STATUS, 1, 2 },
-    };
-    for (unsigned i = 0; i < 6; i++) {
-        bm_ok(try_wrmsr(mt[i].msr, mt[i].good) == 0 && try_rdmsr(mt[i].msr, &v) == 0 && v == mt[i].good &&
-              try_wrmsr(mt[i].msr, mt[i].bad) == -1 && last_trap.vector == 13 &&
-              try_rdmsr(mt[i].msr, &v) == 0 && v == mt[i].good,
-              "R-MSR-1/2: MSR %x reads back %lx; %lx is #GP and leaves it", mt[i].msr, mt[i].good, mt[i].bad);
-        try_wrmsr(mt[i].msr, 0);
-    }
-    bm_ok(try_wrmsr(MSR_ULPT_ROOT, 1ull << 52) == -1, "R-MSR-2: ROOT above MAXPHYADDR #GP");
-    bm_ok(try_wrmsr(MSR_ULPT_VIEW, (1ull << 47) - (1ull << 38)) == -1, "R-MSR-2: VIEW + 2^39 beyond 2^47 #GP");
-    bm_ok(run_user_default(u_uiret, 0) == 6, "R-RET-1: UIRET with ULPT disabled #UD");
-
-    /* Checks with no handler: violations escalate to #PF with the ULPT bit. */
-    ulpt_clear_all();
-    ulpt_enable(0);
-    bm_ok(kernel_uiret() == -1 && last_trap.vector == 13, "R-RET-1: UIRET at CPL 0 #GP");
-    bm_ok(run_user_default(u_uiret, 0) == 13, "R-RET-1: UIRET outside a handler #GP");
-    bm_ok(run_user_default(u_write8, tp[0]) == 0x80 && run_user_default(u_read8, tp[0]) == 0x80,
-          "empty table: user read and write succeed");
-
-    struct view_args vw = { ulpt_view_entry(va(tp[0])), ULPT_NW, 0, (uint64_t *)(tp[0] + 8) };
-    r = run_user_default(u_view_then_write, &vw);
-    bm_ok(escalated(r, ULPT_KIND_W, va(tp[0]) + 8),
-          "R-COH-1: one user store through the view denies the next write (vec %lu err %lx cr2 %lx)",
-          r, last_trap.error, last_trap.cr2);
-    bm_ok(last_trap.rip != 0 && *(volatile uint64_t *)(tp[0] + 8) != 0x1234, "R-ESC-1: the write did not happen");
-    bm_ok(run_user_default(u_read8, tp[0]) == 0x80, "R-TBL-1: NW page still allows reads");
-    vw.page = 0;
-    bm_ok(run_user_default(u_view_then_write, &vw) == 0x80 && *(volatile uint64_t *)(tp[0] + 8) == 0x1234,
-          "R-COH-1: clearing the entry with one store allows the write again");
-
-    ulpt_kset(va(tp[1]), ULPT_NR, 0);
-    r = run_user_default(u_read8, tp[1] + 16);
-    bm_ok(escalated(r, ULPT_KIND_R, va(tp[1]) + 16), "R-TBL-1: NR page denies reads (#PF W=0, ULPT bit)");
-    bm_ok(last_trap.rip == (uint64_t)u_read8_insn, "R-ESC-1: #PF reported at the faulting instruction");
-    bm_ok(run_user_default(u_write8, tp[1]) == 0x80, "R-TBL-1: NR page allows writes");
-
+    fresh((uint64_t)ulpt_entry);
     tp[2][0] = 0xc3;                                   /* ret */
-    bm_ok(run_user_default(u_call, tp[2]) == 0x80, "code on a page without NX runs");
-    ulpt_kset(va(tp[2]), ULPT_NX, 0);
-    r = run_user_default(u_call, tp[2]);
-    bm_ok(escalated(r, ULPT_KIND_X, va(tp[2])), "R-TBL-1: NX denies instruction fetch (#PF I/D=1)");
-    ulpt_kset(va(tp[2]), ULPT_NX, 0);
-    bm_ok(run_user_default(u_write1, tp[2] + 1) == 0x80, "NX alone allows data writes");
-
-    /* R-COH-5: NX set by one store applies to the next fetch after a taken branch, also for
-       code that already ran (translated, looked up without the TLB, chained). */
-    ulpt_kset(va(tp[2]), 0, 0);
-    bm_ok(run_user_default(u_call, tp[2]) == 0x80, "R-COH-5: the page's code runs (and is now translated)");
-    struct view_args nx = { ulpt_view_entry(va(tp[2])), ULPT_NX, 0, 0 };
-    r = run_user_default(u_view_then_call, &nx);
-    bm_ok(escalated(r, ULPT_KIND_X, va(tp[2])), "R-COH-5: after one store setting NX, a call into translated code faults");
-    ulpt_kset(va(tp[2]), 0, 0);
-    static const uint8_t self_nx[] = { 0x48, 0x89, 0x37,   /* mov %rsi, (%rdi): word 0 of its own entry */
-                                       0xeb, 0x00,         /* jmp .+2 (a taken branch) */
-                                       0xc3 };             /* ret */
-    for (unsigned i = 0; i < sizeof(self_nx); i++)
-        tp[2][16 + i] = self_nx[i];
-    struct call_args ca = { tp[2] + 16, (void *)ulpt_view_entry(va(tp[2])), 0 };
-    ok = run_user_default(u_call_arg, &ca) == 0x80 && run_user_default(u_call_arg, &ca) == 0x80;
-    ca.arg2 = ULPT_NX;
-    r = run_user_default(u_call_arg, &ca);
-    bm_ok(ok && escalated(r, ULPT_KIND_X, va(tp[2]) + 16 + 5),
-          "R-COH-5: code setting NX on its own page faults at the fetch after its branch (vec %lu cr2 %lx)",
-          r, last_trap.cr2);
-    ulpt_kset(va(tp[2]), 0, 0);
-
-    /* Lines. */
-    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(3));
-    bm_ok(run_user_default(u_write8, tp[3] + 2 * 128) == 0x80, "R-TBL-1: line 2 writable");
-    r = run_user_default(u_write8, tp[3] + 3 * 128 + 40);
-    bm_ok(escalated(r, ULPT_KIND_W, va(tp[3]) + 3 * 128 + 40), "R-TBL-1: line 3 write denied, exact CR2");
-    bm_ok(run_user_default(u_write8, tp[3] + 4 * 128) == 0x80 && run_user_default(u_read8, tp[3] + 3 * 128) == 0x80,
-          "R-TBL-1: line 4 writable, line 3 readable");
-    r = run_user_default(u_write8, tp[3] + 3 * 128 - 4);
-    bm_ok(escalated(r, ULPT_KIND_W, va(tp[3]) + 3 * 128), "R-ACC-1: unaligned write straddling into line 3 denied at its first byte");
-    ulpt_kset(va(tp[4]), 0, ULPT_LINE_NW(0));
-    r = run_user_default(u_write8, tp[4] - 4);
-    bm_ok(escalated(r, ULPT_KIND_W, va(tp[4])), "R-ACC-1: write straddling a page boundary into a denied line");
-    bm_ok(run_user_default(u_write8, tp[4] - 8) == 0x80, "write ending at the page boundary allowed");
-
-    struct rep_args ra = { tp[3] + 100, 0, 400 };
-    r = run_user_default(u_stos, &ra);
-    bm_ok(escalated(r, ULPT_KIND_W, va(tp[3]) + 384) && last_trap.rdi == va(tp[3]) + 384 &&
-          last_trap.rcx == 400 - (384 - 100u),
-          "R-ACC-4: rep stosb stops at the denied line with RDI/RCX of that iteration (rdi %lx rcx %lu)",
-          last_trap.rdi, last_trap.rcx);
-    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NR(5));
-    struct rep_args rm = { tp[5], tp[3] + 512, 32 };
-    r = run_user_default(u_movs, &rm);
-    bm_ok(escalated(r, ULPT_KIND_R, va(tp[3]) + 640), "R-ACC-1: rep movsq reading through a NR line (vec %lu err %lx cr2 %lx)",
-          r, last_trap.error, last_trap.cr2);
-    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(1));
-    r = run_user_default(u_cmpxchg, tp[3] + 136);
-    bm_ok(escalated(r, ULPT_KIND_W, va(tp[3]) + 136), "R-ACC-1: lock cmpxchg on a NW line reports a write (vec %lu err %lx cr2 %lx)",
-          r, last_trap.error, last_trap.cr2);
-    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NR(1));
-    r = run_user_default(u_lock_add, tp[3] + 136);
-    bm_ok(escalated(r, ULPT_KIND_R, va(tp[3]) + 136), "R-ACC-1: lock add on a NR line reports its read");
-
-    uint8_t *stk = user_stack + USER_STACK_SIZE - 2 * PAGE;
-    ulpt_kset(va(stk), 0, ULPT_LINE_NW(31));
-    r = run_user_default(u_push, stk + PAGE);
-    bm_ok(escalated(r, ULPT_KIND_W, va(stk) + PAGE - 8) && last_trap.rip == (uint64_t)u_push_insn,
-          "R-ACC-1: a push to a denied stack line escalates");
-    ulpt_kset(va(stk), 0, 0);
-
-    /* Priority and what is not checked. */
-    ulpt_kset(va(tp[6]), ULPT_NW, 0);
-    *pte_of(tp[6]) &= ~2ull;                            /* read-only in the page tables */
-    invlpg(tp[6]);
-    r = run_user_default(u_write8, tp[6]);
-    bm_ok(r == 14 && last_trap.error == (PF_P | PF_W | PF_U), "R-ACC-3: paging fault first, without the ULPT bit");
-    *pte_of(tp[6]) &= ~1ull;                            /* not present */
-    invlpg(tp[6]);
-    r = run_user_default(u_read8, tp[6]);
-    bm_ok(r == 14 && last_trap.error == PF_U, "R-ACC-3: not-present page faults without the ULPT bit");
-    *pte_of(tp[6]) |= 3;
-    invlpg(tp[6]);
-    *(volatile uint64_t *)tp[6] = 9;
-    bm_ok(*(volatile uint64_t *)tp[6] == 9, "R-ACC-2: CPL 0 writes a ULPT-denied page");
-    {   /* Protection keys come first too: key 1 write-disabled, ULPT NW as well. */
-        uint64_t cr4;
-        asm volatile("mov %%cr4, %0" : "=r"(cr4));
-        asm volatile("mov %0, %%cr4" :: "r"(cr4 | (1ull << 22)));          /* CR4.PKE */
-        *pte_of(tp[6]) |= 1ull << 59;                                       /* key 1 */
-        invlpg(tp[6]);
-        asm volatile("wrpkru" :: "a"(1u << 3), "c"(0), "d"(0));            /* key 1: WD */
-        r = run_user_default(u_write8, tp[6]);
-        bm_ok(r == 14 && last_trap.error == (PF_P | PF_W | PF_U | 0x20),
-              "R-ACC-3: a protection-key fault comes first, without the ULPT bit (err %lx)", last_trap.error);
-        asm volatile("wrpkru" :: "a"(0), "c"(0), "d"(0));
-        *pte_of(tp[6]) &= ~(0xfull << 59);
-        asm volatile("mov %0, %%cr4" :: "r"(cr4));
-        invlpg(tp[6]);
-    }
-
-    ulpt_kset(va(tp[7]), 1ull << 3, 0);
-    r = run_user_default(u_read8, tp[7]);
-    bm_ok(escalated(r, ULPT_KIND_R, va(tp[7])), "R-TBL-2: reserved leaf bit: malformed, access denied");
-    ulpt_kset(va(tp[7]), 0xa5ull << 56, 0);
-    bm_ok(run_user_default(u_write8, tp[7]) == 0x80, "R-TBL-2: software bits 63:56 restrict nothing");
-
-    /* The view is never restricted (R-COH-3); kernel stores are not noticed (R-COH-4). */
-    ulpt_kset(va(tp[0]), 0, 0);
-    vw = (struct view_args){ ulpt_view_entry(va(tp[0])), 0, 0, (uint64_t *)tp[0] };
-    bm_ok(run_user_default(u_view_then_write, &vw) == 0x80, "R-COH-3: user stores to the view succeed");
-    bm_ok(run_user_default(u_write8, tp[0]) == 0x80, "write allowed before a kernel-side table change");
-    ulpt_phys_entry(va(tp[0]))[0] = ULPT_NW;            /* through the direct map: not noticed */
-    invlpg(tp[0]);
-    bm_ok(escalated(run_user_default(u_write8, tp[0]), ULPT_KIND_W, va(tp[0])),
-          "R-COH-4: after INVLPG the kernel's table change applies");
-    ulpt_kset(va(tp[0]), 0, 0);
-
-    /* Root outside RAM: everything malformed, including instruction fetch. */
-    wrmsr(MSR_ULPT_ROOT, 0xf000000000ull);
-    r = run_user_default(u_write8, tp[0]);
-    bm_ok(r == 14 && (last_trap.error & ULPT_PF_ERROR_BIT) && (last_trap.error & PF_I),
-          "R-TBL-2: a root outside RAM denies everything, even the first fetch");
-    wrmsr(MSR_ULPT_ROOT, ulpt_root_pa());
-    bm_ok(run_user_default(u_write8, tp[0]) == 0x80, "R-MSR-3: writing ROOT back applies at once");
-
-    /* Delivery. */
-    ulpt_enable((uint64_t)ulpt_entry);
-    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(2));
-    hreset(ACT_FIX);
-    uint64_t ursp = (uint64_t)user_stack + USER_STACK_SIZE - 64;
-    r = run_user(u_write8, tp[3] + 256 + 24, ursp);
-    volatile struct hlog *h = &hlog[0];
-    bm_ok(r == 0x80 && hcount == 1, "R-DEL-1: the handler ran once and the program finished (r %lu, %d deliveries)", r, hcount);
-    bm_ok(h->w[ULPT_FRAME_ADDR] == va(tp[3]) + 256 + 24 && ULPT_INFO_KIND(h->w[1]) == ULPT_KIND_W &&
-          ULPT_INFO_REASON(h->w[1]) == ULPT_REASON_LINE && ULPT_INFO_SIZE(h->w[1]) == 8 &&
-          ULPT_INFO_PERMITTED(h->w[1]) == 0 && !(h->w[1] & ULPT_INFO_PERMIT),
-          "R-DEL-1: frame addr and info (kind W, reason line, size 8): %lx %lx", h->w[0], h->w[1]);
-    bm_ok(h->w[ULPT_FRAME_ENTRY0] == 0 && h->w[ULPT_FRAME_ENTRY1] == ULPT_LINE_NW(2) &&
-          h->w[ULPT_FRAME_START] == va(tp[3]) + 256 + 24,
-          "R-DEL-1: frame carries the entry words and the access's start");
-    bm_ok(h->w[ULPT_FRAME_RIP] == (uint64_t)u_write8_insn, "R-DEL-1: frame rip is the faulting instruction");
-    bm_ok(h->frame == ((h->w[ULPT_FRAME_RSP] - 128 - 64) & ~15ull) && (h->frame & 15) == 0,
-          "R-DEL-1: frame at (rsp - STKADJ - 64) & ~15 (frame %lx rsp %lx)", h->frame, h->w[ULPT_FRAME_RSP]);
-    bm_ok(*(volatile uint64_t *)(tp[3] + 256 + 24) == 0x55 && ulpt_phys_entry(va(tp[3]))[1] == 0,
-          "R-COH-1: the handler cleared the entry through the view; the write then completed");
-    bm_ok(try_rdmsr(MSR_ULPT_STATUS, &v) == 0 && v == 0, "R-RET-1: IN_HANDLER is 0 after UIRET");
-
-    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(2));
-    hreset(ACT_PERMIT);
-    struct loop_args la = { (uint64_t *)(tp[3] + 256), 3 };
-    r = run_user_default(u_loop, &la);
-    bm_ok(r == 0x80 && hcount == 3 && *(volatile uint64_t *)(tp[3] + 256) == 2 &&
-          ulpt_phys_entry(va(tp[3]))[1] == ULPT_LINE_NW(2),
-          "R-RET-2: permit lets each write through once, table unchanged (%d deliveries)", hcount);
-    bm_ok(hlog[1].w[ULPT_FRAME_RIP] == (uint64_t)u_loop_insn, "R-RET-2: every iteration faults again at the same instruction");
-
-    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NR(2) | ULPT_LINE_NW(2));
-    *(volatile uint64_t *)(tp[3] + 256) = 40;
-    hreset(ACT_PERMIT);
-    r = run_user_default(u_add, tp[3] + 256);
-    bm_ok(r == 0x80 && hcount == 2 && *(volatile uint64_t *)(tp[3] + 256) == 41,
-          "R-RET-3: add on an R+W-denied line completes once after two deliveries (%d)", hcount);
-    bm_ok(ULPT_INFO_KIND(hlog[0].w[1]) == ULPT_KIND_R && ULPT_INFO_KIND(hlog[1].w[1]) == ULPT_KIND_W &&
-          ULPT_INFO_PERMITTED(hlog[1].w[1]) == ULPT_KIND_R,
-          "R-RET-3: read reported, then write with the read already permitted");
-    hreset(ACT_PERMIT);
-    r = run_user_default(u_lock_add, tp[3] + 256);
-    bm_ok(r == 0x80 && hcount == 2 && *(volatile uint64_t *)(tp[3] + 256) == 42 &&
-          ((ULPT_INFO_KIND(hlog[0].w[1]) | ULPT_INFO_KIND(hlog[1].w[1])) == (ULPT_KIND_R | ULPT_KIND_W)),
-          "R-RET-3: lock add reports both its write and its read, completes once (%d)", hcount);
-
-    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NR(4));
-    ulpt_kset(va(tp[5]), 0, ULPT_LINE_NW(0));
-    for (int i = 0; i < 16; i++)
-        ((volatile uint64_t *)(tp[3] + 512))[i] = 100 + i;
-    hreset(ACT_PERMIT);
-    rm = (struct rep_args){ tp[5] + 64, tp[3] + 512, 16 };
-    r = run_user_default(u_movs, &rm);
-    ok = r == 0x80;
-    for (int i = 0; i < 16; i++)
-        ok &= ((volatile uint64_t *)(tp[5] + 64))[i] == (uint64_t)(100 + i);
-    bm_ok(ok && hcount == 16 + 8, "R-RET-2/R-ACC-4: rep movsq through a NR source line and a NW destination line copies everything (%d deliveries, r %lu, trap %lu at %lx)", hcount, r, last_trap.vector, last_trap.rip);
-
-    /* Fetch violation delivered; the handler clears NX. */
     ulpt_kset(va(tp[2]), ULPT_NX, 0);
     hreset(ACT_FIX);
     r = run_user_default(u_call, tp[2]);
@@ -678,29 +816,55 @@ void tests(void)
           hlog[0].w[ULPT_FRAME_RIP] == va(tp[2]) && hlog[0].w[0] == va(tp[2]),
           "R-DEL-1: fetch violation delivered with kind X and rip = the fetched address");
 
-    /* Flags and the red zone. */
+    /* A fetch has size 0; its start is the fetched address. */
+    ulpt_kset(va(tp[2]), ULPT_NX, 0);
+    hreset(ACT_FIX);
+    r = run_user_default(u_call, tp[2]);
+    bm_ok(r == 0x80 && hcount == 1 && frame_is(&hlog[0], ULPT_KIND_X, va(tp[2]), va(tp[2]), 0),
+          "R-DEL-1: a fetch reports size 0 and start = addr (" FRAME_FMT ")", FRAME_ARGS(&hlog[0]));
+}
+
+/* The frame skips the red zone. */
+static void del1_red_zone(void)
+{
+    uint64_t r;
+
+    fresh((uint64_t)ulpt_entry);
     ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(0));
-    hreset(ACT_SETFLAGS);
-    hflags = 0x400 /* DF */ | 0x3000 /* IOPL */;
-    r = run_user_default(u_flags, tp[3]);
-    bm_ok(r == 0x80 && (flags_after & 1) && (flags_after & 0x400) && !(flags_after & 0x3000) && !(flags_after & 0x200),
-          "R-RET-1: UIRET restores CF and DF from the frame, never IOPL or IF (rflags %lx)", flags_after);
     hreset(ACT_PERMIT);
     r = run_user_default(u_redzone, tp[3]);
     bm_ok(r == 0x80 && hcount == 1 && redzone_seen == 0x1eedface, "R-DEL-1: the frame skips the 128-byte red zone");
+}
 
-    /* Escalation from the handler, frame faults, bad return. */
+/* The handler's first fetch faults: an ordinary #PF, after the frame was pushed. */
+static void del1_handler_not_present(void)
+{
+    uint64_t r, v;
+
+    fresh((uint64_t)ulpt_entry);
     ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(0));
-    ulpt_kset(va(tp[4]), ULPT_NR, 0);
-    hreset(ACT_FAULT);
-    hfault_addr = va(tp[4]) + 8;
+    hreset(ACT_PERMIT);
+    wrmsr(MSR_ULPT_HANDLER, va(tp[6]) + 0x100);       /* handler in a non-present page */
+    *pte_of(tp[6]) &= ~1ull;
+    invlpg(tp[6]);
     r = run_user_default(u_write8, tp[3]);
-    bm_ok(escalated(r, ULPT_KIND_R, va(tp[4]) + 8) && hcount == 1,
-          "R-ESC-1: a violation inside the handler escalates to #PF (err %lx cr2 %lx)", last_trap.error, last_trap.cr2);
-    bm_ok(try_rdmsr(MSR_ULPT_STATUS, &v) == 0 && v == 1, "R-ESC-1: IN_HANDLER stays set after escalation from the handler");
+    bm_ok(r == 14 && last_trap.cr2 == va(tp[6]) + 0x100 && (last_trap.error & PF_I) &&
+          !(last_trap.error & ULPT_PF_ERROR_BIT),
+          "a handler on a non-present page: ordinary fetch #PF at the handler");
+    bm_ok(try_rdmsr(MSR_ULPT_STATUS, &v) == 0 && v == 1, "  ...with the frame pushed and IN_HANDLER set");
+    *pte_of(tp[6]) |= 1;
+    invlpg(tp[6]);
     wrmsr(MSR_ULPT_STATUS, 0);
-    ulpt_kset(va(tp[4]), 0, 0);
+    wrmsr(MSR_ULPT_HANDLER, (uint64_t)ulpt_entry);
+}
 
+/* Writing the frame faults: an ordinary #PF, nothing changed. */
+static void del2_frame_fault(void)
+{
+    uint64_t r, v;
+
+    fresh((uint64_t)ulpt_entry);
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(0));
     hreset(ACT_PERMIT);
     uint8_t *ro = user_stack;                         /* make the frame's page read-only */
     *pte_of(ro) &= ~2ull;
@@ -715,42 +879,182 @@ void tests(void)
     bm_ok(try_rdmsr(MSR_ULPT_STATUS, &v) == 0 && v == 0, "R-DEL-2: nothing changed: IN_HANDLER still 0");
     *pte_of(ro) |= 2;
     invlpg(ro);
+}
 
+/* === Section 6.1: escalation ============================================================ */
+
+static void esc1_in_handler(void)
+{
+    uint64_t r, v;
+
+    fresh((uint64_t)ulpt_entry);
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(0));
+    ulpt_kset(va(tp[4]), ULPT_NR, 0);
+    hreset(ACT_FAULT);
+    hfault_addr = va(tp[4]) + 8;
+    r = run_user_default(u_write8, tp[3]);
+    bm_ok(escalated(r, ULPT_KIND_R, va(tp[4]) + 8) && hcount == 1,
+          "R-ESC-1: a violation inside the handler escalates to #PF (err %lx cr2 %lx)", last_trap.error, last_trap.cr2);
+    bm_ok(try_rdmsr(MSR_ULPT_STATUS, &v) == 0 && v == 1, "R-ESC-1: IN_HANDLER stays set after escalation from the handler");
+    wrmsr(MSR_ULPT_STATUS, 0);
+    ulpt_kset(va(tp[4]), 0, 0);
+}
+
+/* === Section 7: UIRET =================================================================== */
+
+/* Where UIRET faults: disabled, at CPL 0, outside a handler, to a non-canonical rip. */
+static void ret1_faults(void)
+{
+    uint64_t r;
+
+    ulpt_disable();
+    bm_ok(run_user_default(u_uiret, 0) == 6, "R-RET-1: UIRET with ULPT disabled #UD");
+    fresh(0);
+    bm_ok(kernel_uiret() == -1 && last_trap.vector == 13, "R-RET-1: UIRET at CPL 0 #GP");
+    bm_ok(run_user_default(u_uiret, 0) == 13, "R-RET-1: UIRET outside a handler #GP");
+
+    fresh((uint64_t)ulpt_entry);
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(0));
     hreset(ACT_BADRIP);
     r = run_user_default(u_write8, tp[3]);
     bm_ok(r == 13 && hcount == 1, "R-RET-1: UIRET to a non-canonical rip #GP");
     wrmsr(MSR_ULPT_STATUS, 0);
+}
 
-    wrmsr(MSR_ULPT_HANDLER, va(tp[6]) + 0x100);       /* handler in a non-present page */
-    *pte_of(tp[6]) &= ~1ull;
-    invlpg(tp[6]);
-    r = run_user_default(u_write8, tp[3]);
-    bm_ok(r == 14 && last_trap.cr2 == va(tp[6]) + 0x100 && (last_trap.error & PF_I) &&
-          !(last_trap.error & ULPT_PF_ERROR_BIT),
-          "a handler on a non-present page: ordinary fetch #PF at the handler");
-    bm_ok(try_rdmsr(MSR_ULPT_STATUS, &v) == 0 && v == 1, "  ...with the frame pushed and IN_HANDLER set");
-    *pte_of(tp[6]) |= 1;
-    invlpg(tp[6]);
-    wrmsr(MSR_ULPT_STATUS, 0);
-    wrmsr(MSR_ULPT_HANDLER, (uint64_t)ulpt_entry);
+/* Flags after UIRET: the frame's arithmetic flags and DF, never IOPL or IF; then exactly
+   what the following instructions set. */
+static void ret1_flags(void)
+{
+    uint64_t r;
 
-    /* Disabling ULPT lifts every restriction; enabling brings them back. */
-    ulpt_kset(va(tp[3]), ULPT_NW, 0);
-    wrmsr(MSR_ULPT_CTL, 0);
-    bm_ok(run_user_default(u_write8, tp[3]) == 0x80, "R-ACC-1: with CTL.EN=0 nothing is checked");
-    wrmsr(MSR_ULPT_CTL, 1);
-    hreset(ACT_FIX);
-    r = run_user_default(u_write8, tp[3]);
-    bm_ok(r == 0x80 && hcount == 1, "R-MSR-3: CTL.EN=1 applies at once");
+    fresh((uint64_t)ulpt_entry);
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(0));
+    hreset(ACT_SETFLAGS);
+    hflags = 0x400 /* DF */ | 0x3000 /* IOPL */;
+    r = run_user_default(u_flags, tp[3]);
+    bm_ok(r == 0x80 && (flags_after & 1) && (flags_after & 0x400) && !(flags_after & 0x3000) && !(flags_after & 0x200),
+          "R-RET-1: UIRET restores CF and DF from the frame, never IOPL or IF (rflags %lx)", flags_after);
 
-    whole_access_tests();
-    fast_path_tests();
+    /* The handler sets DF ZF SF CF in the frame and lets the write through. */
+    hreset(ACT_SETFLAGS);
+    hflags = 0x400 | 0x40 | 0x80 | 0x1;
+    r = run_user_default(u_flags_exact, tp[3]);
+    bm_ok(r == 0x80 && hcount == 1 && !(flags_exact & (0x400 | 0x40 | 0x80 | 0x1)),
+          "R-RET-1: after UIRET, cld and test set DF ZF SF CF exactly (rflags %lx)", flags_exact);
+}
 
-    /* A cleared entry restores the fast path: the entry installed afterwards is ordinary,
-       so a burst of accesses is fast; here we check the rights, the speed is in the bench. */
-    ulpt_kset(va(tp[3]), 0, 0);
+/* A permit lets the instruction through once; each execution faults again. */
+static void ret2_permit_once(void)
+{
+    uint64_t r;
+
+    fresh((uint64_t)ulpt_entry);
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(2));
     hreset(ACT_PERMIT);
-    la = (struct loop_args){ (uint64_t *)tp[3], 100 };
-    bm_ok(run_user_default(u_loop, &la) == 0x80 && hcount == 0, "R-TBL-1: an empty entry never delivers");
-    ulpt_disable();
+    struct loop_args la = { (uint64_t *)(tp[3] + 256), 3 };
+    r = run_user_default(u_loop, &la);
+    bm_ok(r == 0x80 && hcount == 3 && *(volatile uint64_t *)(tp[3] + 256) == 2 &&
+          ulpt_phys_entry(va(tp[3]))[1] == ULPT_LINE_NW(2),
+          "R-RET-2: permit lets each write through once, table unchanged (%d deliveries)", hcount);
+    bm_ok(hlog[1].w[ULPT_FRAME_RIP] == (uint64_t)u_loop_insn, "R-RET-2: every iteration faults again at the same instruction");
+}
+
+/* ... and once per REP iteration. */
+static void ret2_rep(void)
+{
+    uint64_t r;
+    int ok;
+
+    fresh((uint64_t)ulpt_entry);
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NR(4));
+    ulpt_kset(va(tp[5]), 0, ULPT_LINE_NW(0));
+    for (int i = 0; i < 16; i++)
+        ((volatile uint64_t *)(tp[3] + 512))[i] = 100 + i;
+    for (int i = 0; i < 16; i++)
+        ((volatile uint64_t *)(tp[5] + 64))[i] = 0;
+    hreset(ACT_PERMIT);
+    struct rep_args rm = { tp[5] + 64, tp[3] + 512, 16 };
+    r = run_user_default(u_movs, &rm);
+    ok = r == 0x80;
+    for (int i = 0; i < 16; i++)
+        ok &= ((volatile uint64_t *)(tp[5] + 64))[i] == (uint64_t)(100 + i);
+    bm_ok(ok && hcount == 16 + 8, "R-RET-2/R-ACC-4: rep movsq through a NR source line and a NW destination line copies everything (%d deliveries, r %lu, trap %lu at %lx)", hcount, r, last_trap.vector, last_trap.rip);
+}
+
+/* A read-modify-write on a line denying both kinds: both reported, the access done once. */
+static void ret3_rmw(void)
+{
+    uint64_t r;
+
+    fresh((uint64_t)ulpt_entry);
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NR(2) | ULPT_LINE_NW(2));
+    *(volatile uint64_t *)(tp[3] + 256) = 40;
+    hreset(ACT_PERMIT);
+    r = run_user_default(u_add, tp[3] + 256);
+    bm_ok(r == 0x80 && hcount == 2 && *(volatile uint64_t *)(tp[3] + 256) == 41,
+          "R-RET-3: add on an R+W-denied line completes once after two deliveries (%d)", hcount);
+    bm_ok(ULPT_INFO_KIND(hlog[0].w[1]) == ULPT_KIND_R && ULPT_INFO_KIND(hlog[1].w[1]) == ULPT_KIND_W &&
+          ULPT_INFO_PERMITTED(hlog[1].w[1]) == ULPT_KIND_R,
+          "R-RET-3: read reported, then write with the read already permitted");
+    hreset(ACT_PERMIT);
+    r = run_user_default(u_lock_add, tp[3] + 256);
+    bm_ok(r == 0x80 && hcount == 2 && *(volatile uint64_t *)(tp[3] + 256) == 42 &&
+          ((ULPT_INFO_KIND(hlog[0].w[1]) | ULPT_INFO_KIND(hlog[1].w[1])) == (ULPT_KIND_R | ULPT_KIND_W)),
+          "R-RET-3: lock add reports both its write and its read, completes once (%d)", hcount);
+}
+
+/* === The tables ========================================================================= */
+
+/* On a CPU without ULPT: the enumeration rules only. */
+static const struct bm_test absent_tests[] = {
+    { "R-ENUM-1", enum1_absent, 1 },
+    { "R-ENUM-2", enum2_absent, 3 },
+};
+
+/* On a CPU with ULPT; R-STATE-1 runs before anything writes the MSRs. */
+static const struct bm_test ulpt_tests[] = {
+    { "R-ENUM-1", enum1_present, 1 },
+    { "R-STATE-1", state1_reset, 1 },
+    { "R-MSR-1", msr1_readback, 6 },
+    { "R-MSR-2", msr2_limits, 2 },
+    { "R-MSR-3", msr3_apply, 3 },
+    { "R-TBL-1:page", tbl1_page, 6 },
+    { "R-TBL-1:lines", tbl1_lines, 3 },
+    { "R-TBL-1:fast-path", tbl1_fast_path, 4 },
+    { "R-TBL-1:empty-entry", tbl1_empty_entry, 1 },
+    { "R-TBL-2", tbl2_malformed, 3 },
+    { "R-COH-1", coh1_view_store, 5 },
+    { "R-COH-1:fast-path", coh1_fast_path, 4 },
+    { "R-COH-3", coh3_view, 1 },
+    { "R-COH-4", coh4_kernel_store, 2 },
+    { "R-COH-5", coh5_nx, 3 },
+    { "R-ACC-1:straddle", acc1_straddle, 3 },
+    { "R-ACC-1:instructions", acc1_instructions, 4 },
+    { "R-ACC-1:cross-page", acc1_cross_page, 10 },
+    { "R-ACC-1:fast-path-code", acc1_fast_path_code, 3 },
+    { "R-ACC-2", acc2_cpl0, 1 },
+    { "R-ACC-3", acc3_paging_first, 3 },
+    { "R-ACC-4", acc4_rep, 1 },
+    { "R-DEL-1:frame", del1_frame, 7 },
+    { "R-DEL-1:whole-access", del1_whole_access, 7 },
+    { "R-DEL-1:fetch", del1_fetch, 2 },
+    { "R-DEL-1:red-zone", del1_red_zone, 1 },
+    { "R-DEL-1:handler-not-present", del1_handler_not_present, 2 },
+    { "R-DEL-2", del2_frame_fault, 2 },
+    { "R-ESC-1", esc1_in_handler, 2 },
+    { "R-RET-1:faults", ret1_faults, 4 },
+    { "R-RET-1:flags", ret1_flags, 2 },
+    { "R-RET-2", ret2_permit_once, 2 },
+    { "R-RET-2:rep", ret2_rep, 1 },
+    { "R-RET-3", ret3_rmw, 3 },
+};
+
+void tests(void)
+{
+    unsigned a, b, c, d;
+
+    __cpuid_count(7, 0, a, b, c, d);
+    if (!((d >> ULPT_CPUID_EDX_BIT) & 1))
+        bm_run(absent_tests, BM_NTESTS(absent_tests));
+    bm_run(ulpt_tests, BM_NTESTS(ulpt_tests));
 }

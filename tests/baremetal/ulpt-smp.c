@@ -5,6 +5,7 @@
  * Then the same for a kind on QEMU's fast path: CPU 1 keeps reading a page whose lines deny
  * writes only (its loads never leave the inline path), CPU 0 denies reads of a line with one
  * view store, and CPU 1's next read of that line must fault.
+ * The tests (smp_tests[] at the end) run alone too: CPU 1 starts with the first that needs it.
  */
 #include "bm.h"
 
@@ -64,6 +65,8 @@ static void ap_user(void *p)
 {
     volatile uint64_t *t = p;
     for (;;) {
+        if (phase == 2)                 /* the read phase, run alone (without the write phase) */
+            ap_read_loop();
         uint64_t r = revoked;
         *t = r;
         ap_iters++;
@@ -117,20 +120,45 @@ static int wait_until(volatile uint64_t *v, uint64_t min)
     return 0;
 }
 
-void tests(void)
+/* CPU 1 runs at CPL 3 on the table, from the first test that needs it. */
+static int ap_started;
+static void ensure_ap(void)
 {
-    bm_plan(8);
+    if (ap_started)
+        return;
     ulpt_clear_all();
     ulpt_enable(0);
-    if (!bm_ok(start_ap(ap_kernel), "the second CPU started"))
-        return;
+    ap_started = start_ap(ap_kernel);
+    if (!ap_started) {
+        bm_printf("Bail out! the second CPU did not start\n");
+        bm_exit(1);
+    }
+}
+
+/* CPU 0 revokes CPU 1's write right with one view store: CPU 1's next write faults. */
+static void coh2_write(void)
+{
+    if (!ap_started) {
+        ulpt_clear_all();
+        ulpt_enable(0);
+        ap_started = start_ap(ap_kernel);
+    }
+    if (!bm_ok(ap_started, "the second CPU started")) {
+        bm_printf("Bail out! the second CPU did not start\n");
+        bm_exit(1);
+    }
     bm_ok(wait_until(&ap_iters, 100000), "CPU 1 writes the page at CPL 3 (%lu writes)", ap_iters);
     bm_ok(run_user_default(bsp_revoke, 0) == 0x80, "CPU 0 revoked the write right from CPL 3 and raised the flag");
     wait_until(&ap_result, 1);
     bm_ok(ap_result == 1 && ap_fault_addr == (uint64_t)tp,
           "R-COH-2: CPU 1's next write after seeing the flag faulted (result %lu, fault at %lx)",
           ap_result, ap_fault_addr);
+}
 
+/* The same for reads on QEMU's fast path (a page whose lines deny writes only). */
+static void coh2_fast_path(void)
+{
+    ensure_ap();
     ulpt_kset((uint64_t)tr, 0, ULPT_LINE_NW(31));     /* loads from tr stay on the fast path */
     phase = 2;
     bm_ok(wait_until(&r_iters, 100000), "CPU 1 reads a page whose lines deny writes only (%lu reads)", r_iters);
@@ -139,11 +167,26 @@ void tests(void)
     bm_ok(r_result == 1 && r_fault_addr == (uint64_t)tr,
           "R-COH-2 on the fast path: CPU 1's next read after seeing the flag faulted (result %lu, fault at %lx)",
           r_result, r_fault_addr);
+}
 
-    /* CPU 1 is parked at CPL 3, sharing the table: locked RMWs on the view must complete. */
+/* CPU 1 is at CPL 3, sharing the table: locked RMWs on the view must complete. */
+static void coh3_locked_view(void)
+{
+    ensure_ap();
     ulpt_kset((uint64_t)tp, 0, 0);
     uint64_t rv = run_user_default(bsp_locked_view_rmw, 0), lines = ulpt_phys_entry((uint64_t)tp)[1];
     bm_ok(rv == 0x80 && lines == ULPT_LINE_NR(9),
           "R-COH-3: 201 locked read-modify-writes through the view complete with another CPU on the table (entry %lx)",
           lines);
+}
+
+static const struct bm_test smp_tests[] = {
+    { "R-COH-2", coh2_write, 4 },
+    { "R-COH-2:fast-path", coh2_fast_path, 3 },
+    { "R-COH-3", coh3_locked_view, 1 },
+};
+
+void tests(void)
+{
+    bm_run(smp_tests, BM_NTESTS(smp_tests));
 }

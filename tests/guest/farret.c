@@ -3,6 +3,7 @@
  * 7.2 made them supervisor accesses, which fault under SMAP and oops the guest kernel
  * ("supervisor read access in user mode"). Each case runs in a child that exits 0 right
  * after the return; then the kernel log must have no oops.
+ * `farret NAME` runs one test of farret_tests[], `farret --list` lists them (tests/lib/tap.h).
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -65,17 +66,29 @@ static int survives(void (*fn)(void))
     return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-int main(void)
+static void t_lret_same(void) { tap_ok(survives(lret_same), "lretq to the same 64-bit code segment at CPL 3"); }
+static void t_iret_same(void) { tap_ok(survives(iret_same), "iretq to the same privilege at CPL 3"); }
+static void t_lret_compat(void) { tap_ok(survives(lret_compat), "lretq to the 32-bit code segment and back at CPL 3"); }
+
+static void no_oops(void)
 {
     static char log[1 << 17];
     int n;
 
-    tap_plan(4);
-    tap_ok(survives(lret_same), "lretq to the same 64-bit code segment at CPL 3");
-    tap_ok(survives(iret_same), "iretq to the same privilege at CPL 3");
-    tap_ok(survives(lret_compat), "lretq to the 32-bit code segment and back at CPL 3");
     n = klogctl(3 /* SYSLOG_ACTION_READ_ALL */, log, sizeof(log) - 1);
     log[n > 0 ? n : 0] = 0;
     tap_ok(n > 0 && !strstr(log, "BUG:") && !strstr(log, "Oops"), "no oops in the kernel log");
-    return tap_done();
+}
+
+/* no-oops last: it reads the kernel log the others may have written to. */
+static const struct tap_test farret_tests[] = {
+    { "lret-same", t_lret_same, 1 },
+    { "iret-same", t_iret_same, 1 },
+    { "lret-compat", t_lret_compat, 1 },
+    { "no-oops", no_oops, 1 },
+};
+
+int main(int argc, char **argv)
+{
+    return tap_run(farret_tests, TAP_NTESTS(farret_tests), argc - 1, argv + 1);
 }

@@ -1,5 +1,5 @@
 /*
- * ulpt-stress [SECONDS]: random enable / protect / fault / fork / thread / exit sequences for a
+ * ulpt-stress [SECONDS] [NAME] (or --list; one test, "stress"): random enable / protect / fault / fork / thread / exit sequences for a
  * bounded time (default 10 s). Ends with TAP: the run finished (no hang: the caller's timeout),
  * every child exited as expected, and free memory came back. Run it on --smp 2; `make test`
  * gives it a short budget, run it longer by hand.
@@ -115,15 +115,15 @@ static void child(uint64_t seed, int depth)
 }
 
 
-int main(int argc, char **argv)
+static double budget = 10;
+
+static void stress(void)
 {
-    double budget = argc > 1 ? atof(argv[1]) : 10;
     struct timespec t0, t;
     struct sigaction sa;
     long kids = 0, bad = 0;
     uint64_t s = 88172645463325252ull;
 
-    tap_plan(3);
     memset(&sa, 0, sizeof(sa));
     sa.sa_sigaction = on_segv;
     sa.sa_flags = SA_SIGINFO | SA_NODEFER;
@@ -147,9 +147,22 @@ int main(int argc, char **argv)
         clock_gettime(CLOCK_MONOTONIC, &t);
     } while ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 < budget);
     long after = ulpt_mem_free_kb();
-    tap_ok(1, "%ld random child lives in %.0f s ended", kids, budget);
+    tap_ok(kids > 0, "%ld random child lives in %.0f s ended", kids, budget);
     tap_ok(bad == 0, "every child exited normally or by its own abort (%ld did not)", bad);
     /* Free memory moves by a few MiB on its own; thousands of leaked tables would not. */
     tap_ok(after >= before - 6144, "free memory came back: %ld -> %ld kB", before, after);
-    return tap_done();
+}
+
+static const struct tap_test stress_tests[] = {
+    { "stress", stress, 3 },
+};
+
+/* ulpt-stress [SECONDS] [NAME...] | --list */
+int main(int argc, char **argv)
+{
+    int i = 1;
+
+    if (i < argc && argv[i][0] >= '0' && argv[i][0] <= '9')
+        budget = atof(argv[i++]);
+    return tap_run(stress_tests, TAP_NTESTS(stress_tests), argc - i, argv + i);
 }

@@ -2,16 +2,55 @@
 # CPU tests without a kernel: bare-metal images (tests/baremetal) booted with PVH on
 # -cpu ulpt, on -cpu max for the enumeration rules, and on two vCPUs (multi-threaded TCG)
 # for cross-CPU coherence, through scripts/ulpt-baremetal. They print TAP on port 0xE9.
+# One test alone: the image's command line names it (--append NAME; --append list lists them);
+# the last cases check that: only that test runs, and an unknown name fails.
 set -o pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
-run() { # cpu image [smp]
-  "$top/scripts/ulpt-baremetal" --cpu "$1" --smp "${3:-1}" "$top/build/baremetal/$2.elf" ||
+run() { # cpu image [smp [ulpt-baremetal options...]]
+  "$top/scripts/ulpt-baremetal" --cpu "$1" --smp "${3:-1}" "${@:4}" "$top/build/baremetal/$2.elf" ||
     { echo "# $2 on -cpu $1 failed"; return 1; }
+}
+# report DESCRIPTION STATUS OUTPUT: one TAP line, the run's output as comments when it failed.
+report() {
+  if [ "$2" = 0 ]; then echo "ok - $1"; else echo "not ok - $1"; sed 's/^/#   /' <<<"$3"; fi
+  return "$2"
+}
+by_name() {
+  local out r rc=0 oks
+  # A single test: its plan, its checks (all R-ACC-4), nothing else.
+  out=$(run ulpt ulpt-cpu 1 --append R-ACC-4 2>&1); r=$?
+  oks=$(grep -cE '^(not )?ok ' <<<"$out")
+  [ $r = 0 ] && grep -qx '1\.\.1' <<<"$out" && [ "$oks" = 1 ] && grep -q '^ok 1 - R-ACC-4: ' <<<"$out"; r=$?
+  report "by name: --append R-ACC-4 runs only that test's check" $r "$out" || rc=1
+  # A rule runs each test named after it, in table order, and only those.
+  out=$(run ulpt ulpt-cpu 1 --append 'R-TBL-1 R-MSR-2' 2>&1); r=$?
+  [ $r = 0 ] && [ "$(grep '^# R-' <<<"$out" | tr '\n' ' ')" = "# R-MSR-2 # R-TBL-1:page # R-TBL-1:lines # R-TBL-1:fast-path # R-TBL-1:empty-entry " ] &&
+    [ "$(grep -cE '^ok ' <<<"$out")" = 16 ] && ! grep -q '^not ok' <<<"$out"; r=$?
+  report "by name: --append 'R-TBL-1 R-MSR-2' runs the four R-TBL-1 tests and R-MSR-2 (16 checks)" $r "$out" || rc=1
+  # list: the names, no test run.
+  out=$(run ulpt ulpt-cpu 1 --append list 2>&1); r=$?
+  [ $r = 0 ] && grep -qx 'R-ACC-4' <<<"$out" && grep -qx 'R-DEL-1:frame' <<<"$out" && ! grep -qE '^(not )?ok' <<<"$out"; r=$?
+  report "by name: --append list lists the tests and runs none" $r "$out" || rc=1
+  # An unknown name is an error, not an empty pass.
+  out=$(run ulpt ulpt-cpu 1 --append R-NONE-9 2>&1); r=$?
+  [ $r != 0 ] && grep -q '^Bail out! no test named "R-NONE-9"' <<<"$out" && ! grep -qE '^(not )?ok' <<<"$out"; r=$?
+  report "by name: an unknown name fails the run" $r "$out" || rc=1
+  # On a CPU without ULPT: the enumeration rule alone.
+  out=$(run max ulpt-cpu 1 --append R-ENUM-2 2>&1); r=$?
+  [ $r = 0 ] && grep -qx '1\.\.3' <<<"$out" && [ "$(grep -c '^ok [0-9]* - R-ENUM-2: ' <<<"$out")" = 3 ] &&
+    [ "$(grep -cE '^(not )?ok ' <<<"$out")" = 3 ]; r=$?
+  report "by name: --append R-ENUM-2 on -cpu max runs its 3 checks only" $r "$out" || rc=1
+  # The two-CPU image: one test alone starts the second CPU itself.
+  out=$(run ulpt ulpt-smp 2 --append R-COH-2:fast-path 2>&1); r=$?
+  [ $r = 0 ] && grep -qx '1\.\.3' <<<"$out" && [ "$(grep -cE '^ok ' <<<"$out")" = 3 ] && ! grep -q '^not ok' <<<"$out"; r=$?
+  report "by name: ulpt-smp runs R-COH-2:fast-path alone" $r "$out" || rc=1
+  return $rc
 }
 {
   rc=0
   run ulpt ulpt-cpu || rc=1
   run max ulpt-cpu || rc=1
   run ulpt ulpt-smp 2 || rc=1
+  by_name || rc=1
   exit $rc
 } | sed -e '/^1\.\.[0-9]*$/d' -e 's/^\(not \)\{0,1\}ok [0-9]* - /\1ok - /'

@@ -1,11 +1,12 @@
 /*
  * Host unit tests of target-ulpt/ulpt-core.c: the table walk, the permission decision, frame
- * layout, MSR validation and view coherence targets, against docs/spec.md.
+ * layout, MSR validation and view coherence targets, against docs/spec.md: one function per
+ * rule (core_tests[] at the end). `ulpt-core NAME` runs one, `ulpt-core --list` lists them.
  */
 #include <stdio.h>
 #include <string.h>
 #include "ulpt-core.h"
-#include "../guest/tap.h"
+#include "tap.h"
 
 /* A fake physical memory: 64 pages of RAM at 0..256 KiB; everything else is not RAM. */
 #define RAM_PAGES 64
@@ -36,15 +37,13 @@ static void build(uint64_t va)
 
 static uint64_t leaf_pa(uint64_t va) { return 0x4000 + ((va >> 12) & 255) * 16; }
 
-int main(void)
+static const uint64_t va = 0x00007f1234567000ull;
+
+/* The walk reads the leaf's two words, and only the entry of the page accessed. */
+static void walk(void)
 {
     UlptEntry e;
-    unsigned bad;
-    const uint64_t va = 0x00007f1234567000ull;
 
-    tap_plan(49);
-
-    /* Walk. */
     memset(ram, 0, sizeof(ram));
     tap_ok(ulpt_walk(0x1000, va, rd, NULL, &e) == ULPT_WALK_OK && ulpt_entry_empty(&e),
            "empty root: no restriction");
@@ -61,6 +60,14 @@ int main(void)
            "the next page's entry is separate");
     tap_ok(ulpt_walk(0x1000, va + 0x100000, rd, NULL, &e) == ULPT_WALK_OK && ulpt_entry_empty(&e),
            "a different L1 slot (not present) restricts nothing");
+}
+
+/* Reserved bits and tables outside RAM: malformed; software bits: ignored. */
+static void malformed(void)
+{
+    UlptEntry e;
+
+    build(va);
     put(leaf_pa(va), ULPT_NW | (0xabull << 56));
     tap_ok(ulpt_walk(0x1000, va, rd, NULL, &e) == ULPT_WALK_OK && e.page == (ULPT_NW | (0xabull << 56)),
            "software bits 63:56 are ignored, not malformed");
@@ -82,10 +89,23 @@ int main(void)
            "directory pointing outside RAM: malformed");
     tap_ok(ulpt_walk(0x40000000, va, rd, NULL, &e) == ULPT_WALK_MALFORMED,
            "root outside RAM: malformed");
+}
+
+/* Addresses at or above 2^47 are not covered. */
+static void above_2_47(void)
+{
+    UlptEntry e;
+
+    memset(ram, 0, sizeof(ram));
     tap_ok(ulpt_walk(0x40000000, 1ull << 47, rd, NULL, &e) == ULPT_WALK_OK && ulpt_entry_empty(&e),
            "addresses at or above 2^47 are not covered");
+}
 
-    /* Decision. */
+/* The decision: page rights per kind, line rights per byte, never fetch for lines. */
+static void decision(void)
+{
+    unsigned bad;
+
     UlptEntry pg = { ULPT_NW, 0 };
     tap_ok(ulpt_check(&pg, false, ULPT_KIND_R, 0, 8, &bad) == 0, "NW page allows reads");
     tap_ok(ulpt_check(&pg, false, ULPT_KIND_W, 100, 8, &bad) == ULPT_REASON_PAGE && bad == 100,
@@ -116,8 +136,11 @@ int main(void)
     UlptEntry sw = { 0xffull << 56, 0 };
     tap_ok(ulpt_entry_empty(&sw) && ulpt_check(&sw, false, ULPT_KIND_W, 0, 8, &bad) == 0,
            "software bits alone restrict nothing");
+}
 
-    /* Frame. */
+/* The frame: layout, info fields, where it goes on the stack. */
+static void frame(void)
+{
     UlptFrame f = { 0x1234, ulpt_info(ULPT_KIND_W, ULPT_KIND_R, ULPT_REASON_LINE, 8), 1, 2,
                     0x401000, 0x246, 0x7ffff000, 0x1230 }, g;
     uint64_t w[ULPT_FRAME_WORDS];
@@ -136,8 +159,11 @@ int main(void)
     tap_ok(ulpt_frame_base(0x7ffff008, 128) == 0x7fffef40, "frame below red zone, 16-byte aligned");
     tap_ok(ulpt_frame_base(0x10000, 0x10080) == ((0x10000ull - 0x80 - 64) & ~15ull),
            "stack adjust is bits 15:0 only");
+}
 
-    /* MSRs. */
+/* MSR validation: reserved bits, alignment, MAXPHYADDR, canonical in the paging mode. */
+static void msr_validation(void)
+{
     tap_ok(ulpt_msr_write_ok(MSR_ULPT_CTL, 1, 48, 48) && !ulpt_msr_write_ok(MSR_ULPT_CTL, 2, 48, 48),
            "CTL: EN ok, reserved bit 1 #GP");
     tap_ok(ulpt_msr_write_ok(MSR_ULPT_ROOT, 0x1000, 40, 48) && !ulpt_msr_write_ok(MSR_ULPT_ROOT, 0x1008, 40, 48) &&
@@ -160,8 +186,11 @@ int main(void)
            "STKADJ: 16 bits");
     tap_ok(ulpt_msr_write_ok(MSR_ULPT_STATUS, 1, 48, 48) && !ulpt_msr_write_ok(MSR_ULPT_STATUS, 4, 48, 48),
            "STATUS: IN_HANDLER only");
+}
 
-    /* View targets. */
+/* Which pages a store into the view targets (what it must drop). */
+static void view_targets(void)
+{
     uint64_t lo, hi;
     bool pw;
     const uint64_t view = 0x100000000000ull;
@@ -173,8 +202,26 @@ int main(void)
            "a 16-byte store across two entries targets two pages");
     tap_ok(!ulpt_view_targets(view, view - 8, 8, &lo, &hi, &pw) &&
            !ulpt_view_targets(0, 0x1000, 8, &lo, &hi, &pw), "outside the view or no view: no target");
+}
 
+static void escalation(void)
+{
     tap_ok(ulpt_pf_error_code(ULPT_KIND_W) == (1 | 2 | 4 | 256) &&
            ulpt_pf_error_code(ULPT_KIND_X) == (1 | 4 | 16 | 256), "escalation #PF error codes");
-    return tap_done();
+}
+
+static const struct tap_test core_tests[] = {
+    { "R-TBL-1:walk", walk, 6 },
+    { "R-TBL-2", malformed, 7 },
+    { "R-TBL-3", above_2_47, 1 },
+    { "R-TBL-1:decision", decision, 16 },
+    { "R-DEL-1:frame", frame, 6 },
+    { "R-MSR-2", msr_validation, 8 },
+    { "R-COH-1:view-targets", view_targets, 4 },
+    { "R-ESC-1", escalation, 1 },
+};
+
+int main(int argc, char **argv)
+{
+    return tap_run(core_tests, TAP_NTESTS(core_tests), argc - 1, argv + 1);
 }
