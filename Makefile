@@ -15,9 +15,9 @@ UNIT_TESTS := $(wildcard tests/unit/*.sh)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/*.c))
 SUITES := $(wildcard tests/suites/*.sh tests/suites/*.py)
 # Single-source compiles write the headers they read (the installed kernel uapi headers among
-# them) to $@.d, so a header change rebuilds what includes it; -MP keeps a removed header from
-# breaking the build.
-DEPFLAGS = -MMD -MP -MF $@.d
+# them) to .TARGET.d next to the target (hidden, so globs of programs skip it), and a header
+# change rebuilds what includes it; -MP keeps a removed header from breaking the build.
+DEPFLAGS = -MMD -MP -MF $(@D)/.$(@F).d
 
 .PHONY: all deps qemu kernel initramfs libulpt watchlib run check test bench bench-quick install clean
 all: qemu kernel initramfs libulpt watchlib
@@ -207,4 +207,4 @@ clean:
 
 # The dependency files of the compiles above (only our own build directories: QEMU's and the
 # kernel's trees have their own).
--include $(wildcard $(B)/guest/*/*.d $(B)/tests/unit/*.d $(B)/libulpt/*.d $(B)/watchlib/*.d $(B)/watchlib/preload/*.d)
+-include $(wildcard $(B)/guest/*/.*.d $(B)/tests/unit/.*.d $(B)/libulpt/.*.d $(B)/watchlib/.*.d $(B)/watchlib/preload/.*.d)
