@@ -40,7 +40,7 @@ initramfs: $(INITRAMFS)
 $(B)/guest/bin/%: guest/%.c guest/ulpt-handler.h include/ulpt/arch.h | kernel
 	@mkdir -p $(@D)
 	$(CC) $(GUEST_CFLAGS) $(DEPFLAGS) -o $@ $<
-$(B)/guest/tests/%: tests/guest/%.c tests/lib/tap.h guest/ulpt-handler.h include/ulpt/arch.h | kernel
+$(B)/guest/tests/%: tests/guest/%.c tests/lib/tap.h tests/lib/select.h guest/ulpt-handler.h include/ulpt/arch.h | kernel
 	@mkdir -p $(@D)
 	$(CC) $(GUEST_CFLAGS) $(DEPFLAGS) -Itests/lib -o $@ $< -lpthread
 
@@ -48,22 +48,22 @@ $(INITRAMFS): $(GUEST_PROGS) $(GUEST_TESTS) guest/init tests/tap-run scripts/bui
 	@scripts/build-initramfs $@
 
 # The kernel's uapi header and the ABI header agree (needs the installed kernel headers).
-$(B)/tests/unit/abi-agree: tests/unit/abi-agree.c include/ulpt/arch.h tests/lib/tap.h | kernel
+$(B)/tests/unit/abi-agree: tests/unit/abi-agree.c include/ulpt/arch.h tests/lib/tap.h tests/lib/select.h | kernel
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -Wall -Wextra -Werror $(DEPFLAGS) -Iinclude -I$(B)/linux/headers/include -Itests/lib -o $@ $<
 
 # Host unit tests of the ULPT decision logic, built against target-ulpt/ulpt-core.c.
-$(B)/tests/unit/%: tests/unit/%.c target-ulpt/ulpt-core.c target-ulpt/ulpt-core.h include/ulpt/arch.h tests/lib/tap.h
+$(B)/tests/unit/%: tests/unit/%.c target-ulpt/ulpt-core.c target-ulpt/ulpt-core.h include/ulpt/arch.h tests/lib/tap.h tests/lib/select.h
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -Wall -Wextra -Werror -Itarget-ulpt -Itests/lib -o $@ $< target-ulpt/ulpt-core.c
 
 # Bare-metal CPU tests (no kernel): PVH-booted ELF images run by tests/suites/cpu.sh.
 BM_CFLAGS := -O1 -g -ffreestanding -fno-pic -no-pie -nostdlib -static -mno-red-zone \
 	-mgeneral-regs-only -fno-stack-protector -fno-asynchronous-unwind-tables -Wall -Wextra \
-	-Werror -Iinclude -Wl,-T,tests/baremetal/kernel.ld -Wl,--build-id=none -Wl,-z,noexecstack
+	-Werror -Iinclude -Itests/lib -Wl,-T,tests/baremetal/kernel.ld -Wl,--build-id=none -Wl,-z,noexecstack
 BM_COMMON := tests/baremetal/boot.S tests/baremetal/bm.c
 BM_IMAGES := $(patsubst tests/baremetal/%.c,$(B)/baremetal/%.elf,$(filter-out tests/baremetal/bm.c,$(wildcard tests/baremetal/*.c)))
-$(B)/baremetal/%.elf: tests/baremetal/%.c $(BM_COMMON) tests/baremetal/bm.h tests/baremetal/kernel.ld include/ulpt/arch.h
+$(B)/baremetal/%.elf: tests/baremetal/%.c $(BM_COMMON) tests/baremetal/bm.h tests/lib/select.h tests/baremetal/kernel.ld include/ulpt/arch.h
 	@mkdir -p $(@D)
 	$(CC) $(BM_CFLAGS) -o $@ $(BM_COMMON) $<
 

@@ -104,15 +104,6 @@ static void save_cmdline(void)
 
 const char *bm_cmdline(void) { return cmdline; }
 
-/* Word w (length len) selects test name: the whole name, or the rule before its ':'. */
-static int selects(const char *w, unsigned len, const char *name)
-{
-    unsigned i = 0;
-    while (i < len && name[i] && name[i] == w[i])
-        i++;
-    return i == len && (name[i] == 0 || name[i] == ':');
-}
-
 static int next_word(const char **p, unsigned *len)
 {
     const char *s = *p;
@@ -126,27 +117,23 @@ static int next_word(const char **p, unsigned *len)
     return n != 0;
 }
 
-void bm_run(const struct bm_test *t, unsigned n)
+void bm_run(const struct test_case *t, unsigned n)
 {
-    static uint8_t sel[64];
+    static unsigned char sel[64];
     const char *p = cmdline;
-    unsigned len, any = 0, planned = 0;
+    unsigned len, any = 0;
 
     if (n > sizeof(sel)) {
         bm_printf("Bail out! %u tests, the runner takes %u\n", n, (unsigned)sizeof(sel));
         bm_exit(1);
     }
     for (; next_word(&p, &len); p += len) {
-        if (len == 4 && selects(p, len, "list")) {
+        if (len == 4 && test_selects(p, len, "list")) {
             for (unsigned i = 0; i < n; i++)
                 bm_printf("%s\n", t[i].name);
             bm_exit(0);
         }
-        unsigned hit = 0;
-        for (unsigned i = 0; i < n; i++)
-            if (selects(p, len, t[i].name))
-                sel[i] = hit = 1;
-        if (!hit) {
+        if (!test_select(t, n, p, len, sel)) {
             bm_printf("Bail out! no test named \"");
             for (unsigned i = 0; i < len; i++)
                 bm_printf("%c", p[i]);
@@ -155,10 +142,7 @@ void bm_run(const struct bm_test *t, unsigned n)
         }
         any = 1;
     }
-    for (unsigned i = 0; i < n; i++)
-        if (!any || sel[i])
-            planned += t[i].checks;
-    bm_plan(planned);
+    bm_plan(test_plan(t, n, any, sel));
     for (unsigned i = 0; i < n; i++) {
         if (any && !sel[i])
             continue;

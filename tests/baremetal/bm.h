@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <ulpt/arch.h>
+#include "select.h"          /* tests/lib: the test table and by-name selection */
 
 #define PAGE 4096ul
 #define VIEW_BASE 0x8000000000ull            /* ULPT_VIEW: PML4 slot 1 */
@@ -39,13 +40,8 @@ int bm_done(void) __attribute__((noreturn));
  * The plan is the sum of the selected tests' counts; a test that makes a different number of
  * checks fails the run.
  */
-struct bm_test {
-    const char *name;          /* the spec rule it checks, ":topic" when a rule has several */
-    void (*fn)(void);
-    int checks;
-};
-#define BM_NTESTS(t) (sizeof(t) / sizeof((t)[0]))
-void bm_run(const struct bm_test *t, unsigned n) __attribute__((noreturn));
+#define BM_NTESTS(t) TEST_NCASES(t)
+void bm_run(const struct test_case *t, unsigned n) __attribute__((noreturn));
 const char *bm_cmdline(void);              /* the kernel command line ("" without -append) */
 
 /* Runs fn(arg) at CPL 3 on the user stack; returns 0x80 if it returned, else the vector. */

@@ -1006,13 +1006,13 @@ static void ret3_rmw(void)
 /* === The tables ========================================================================= */
 
 /* On a CPU without ULPT: the enumeration rules only. */
-static const struct bm_test absent_tests[] = {
+static const struct test_case absent_tests[] = {
     { "R-ENUM-1", enum1_absent, 1 },
     { "R-ENUM-2", enum2_absent, 3 },
 };
 
 /* On a CPU with ULPT; R-STATE-1 runs before anything writes the MSRs. */
-static const struct bm_test ulpt_tests[] = {
+static const struct test_case ulpt_tests[] = {
     { "R-ENUM-1", enum1_present, 1 },
     { "R-STATE-1", state1_reset, 1 },
     { "R-MSR-1", msr1_readback, 6 },

@@ -180,7 +180,7 @@ static void coh3_locked_view(void)
           lines);
 }
 
-static const struct bm_test smp_tests[] = {
+static const struct test_case smp_tests[] = {
     { "R-COH-2", coh2_write, 4 },
     { "R-COH-2:fast-path", coh2_fast_path, 3 },
     { "R-COH-3", coh3_locked_view, 1 },

@@ -53,7 +53,7 @@ static void cpuinfo_flag(void)
            want_info ? "shows" : "does not show");
 }
 
-static const struct tap_test cpuid_tests[] = {
+static const struct test_case cpuid_tests[] = {
     { "max-leaf", max_leaf, 1 },
     { "R-ENUM-1", cpuid_bit, 1 },
     { "cpuinfo", cpuinfo_flag, 1 },

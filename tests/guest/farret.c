@@ -81,7 +81,7 @@ static void no_oops(void)
 }
 
 /* no-oops last: it reads the kernel log the others may have written to. */
-static const struct tap_test farret_tests[] = {
+static const struct test_case farret_tests[] = {
     { "lret-same", t_lret_same, 1 },
     { "iret-same", t_iret_same, 1 },
     { "lret-compat", t_lret_compat, 1 },

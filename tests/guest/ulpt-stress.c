@@ -153,7 +153,7 @@ static void stress(void)
     tap_ok(after >= before - 6144, "free memory came back: %ld -> %ld kB", before, after);
 }
 
-static const struct tap_test stress_tests[] = {
+static const struct test_case stress_tests[] = {
     { "stress", stress, 3 },
 };
 

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "select.h"
 
 static int tap_n, tap_failed;
 
@@ -46,49 +47,31 @@ static inline void tap_skip(const char *why, const char *what)
 
 static inline int tap_done(void) { return tap_failed ? 1 : 0; }
 
-struct tap_test {
-    const char *name;          /* the rule of docs/spec.md it checks (":topic" if several), or a topic */
-    void (*fn)(void);
-    int checks;                /* tap_ok/tap_skip calls it makes */
-};
-#define TAP_NTESTS(t) (sizeof(t) / sizeof((t)[0]))
-
-/* Word w selects test name: the whole name, or the part before its ':'. */
-static inline int tap_selects(const char *w, const char *name)
-{
-    size_t n = strlen(w);
-    return strncmp(w, name, n) == 0 && (name[n] == 0 || name[n] == ':');
-}
+#define TAP_NTESTS(t) TEST_NCASES(t)
 
 /* Runs the tests that the words argv[0..argc) select (all if none); returns the exit status. */
-static inline int tap_run(const struct tap_test *t, unsigned n, int argc, char **argv)
+static inline int tap_run(const struct test_case *t, unsigned n, int argc, char **argv)
 {
-    char sel[256] = { 0 };
-    int planned = 0;
+    unsigned char sel[256] = { 0 };
+    int planned;
 
     if (n > sizeof(sel)) {
         printf("Bail out! %u tests, the runner takes %u\n", n, (unsigned)sizeof(sel));
         return 2;
     }
     for (int a = 0; a < argc; a++) {
-        int hit = 0;
         if (strcmp(argv[a], "--list") == 0) {
             for (unsigned i = 0; i < n; i++)
                 printf("%s\n", t[i].name);
             return 0;
         }
-        for (unsigned i = 0; i < n; i++)
-            if (tap_selects(argv[a], t[i].name))
-                sel[i] = hit = 1;
-        if (!hit) {
+        if (!test_select(t, n, argv[a], strlen(argv[a]), sel)) {
             printf("Bail out! no test named \"%s\" (--list lists them)\n", argv[a]);
             fflush(stdout);
             return 2;
         }
     }
-    for (unsigned i = 0; i < n; i++)
-        if (argc == 0 || sel[i])
-            planned += t[i].checks;
+    planned = test_plan(t, n, argc != 0, sel);
     tap_plan(planned);
     for (unsigned i = 0; i < n; i++) {
         if (argc && !sel[i])

@@ -41,7 +41,7 @@ static void info_fields(void)
            "info fields, kinds and reasons");
 }
 
-static const struct tap_test abi_tests[] = {
+static const struct test_case abi_tests[] = {
     { "frame-layout", frame_layout, 1 },
     { "view-size", view_size, 1 },
     { "right-bits", right_bits, 1 },

@@ -12,7 +12,7 @@ static void one(void) { tap_ok(1, "one"); }
 static void two_a(void) { tap_ok(1, "two a"); tap_ok(1, "two a again"); }
 static void two_b(void) { tap_ok(1, "two b"); }
 static void short_(void) { tap_ok(1, "short: one of two"); }
-static const struct tap_test t[] = {
+static const struct test_case t[] = {
     { "R-ONE-1", one, 1 }, { "R-TWO-1:a", two_a, 2 }, { "R-TWO-1:b", two_b, 1 }, { "short", short_, 2 },
 };
 int main(int argc, char **argv) { return tap_run(t, TAP_NTESTS(t), argc - 1, argv + 1); }

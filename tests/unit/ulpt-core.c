@@ -210,7 +210,7 @@ static void escalation(void)
            ulpt_pf_error_code(ULPT_KIND_X) == (1 | 4 | 16 | 256), "escalation #PF error codes");
 }
 
-static const struct tap_test core_tests[] = {
+static const struct test_case core_tests[] = {
     { "R-TBL-1:walk", walk, 6 },
     { "R-TBL-2", malformed, 7 },
     { "R-TBL-3", above_2_47, 1 },
