@@ -2,6 +2,8 @@
 #ifndef _ASM_X86_ULPT_TABLE_H
 #define _ASM_X86_ULPT_TABLE_H
 
+#include <uapi/asm/ulpt.h>
+
 struct mm_struct;
 struct vm_area_struct;
 

@@ -333,12 +333,13 @@ static void test_store_denies(void)
 	p = page();
 	check(!faults(write8, p), "write before any restriction");
 	set_entry(p, 0, ULPT_NW);
-	check(ulpt_faults(write8, p + 1) && segv_addr == (uintptr_t)(p + 1),
+	check(ulpt_faults(write8, p + 1) && READ_ONCE(segv_addr) == (uintptr_t)(p + 1),
 	      "one store denies the next write: SIGSEGV SEGV_ULPTERR at the address (code %d)",
-	      segv_code);
+	      READ_ONCE(segv_code));
 	check((segv_err & (X86_PF_ULPT | X86_PF_WRITE | X86_PF_USER)) ==
 	      (X86_PF_ULPT | X86_PF_WRITE | X86_PF_USER),
-	      "the sigcontext error code has the ULPT and write bits (%#lx)", segv_err);
+	      "the sigcontext error code has the ULPT and write bits (%#lx)",
+	      READ_ONCE(segv_err));
 	check(!faults(read8, p), "reads still allowed");
 	set_entry(p, 0, 0);
 	set_entry(p, 1, ULPT_LINE_NR(3));
@@ -363,10 +364,10 @@ static void test_handler(void)
 	handle(H_PERMIT);
 	for (i = 0; i < 3; i++)
 		WRITE_ONCE(p[1], i);
-	check(h_count == 3 && p[1] == 2 && h_addr == (uintptr_t)&p[1] &&
+	check(READ_ONCE(h_count) == 3 && p[1] == 2 && READ_ONCE(h_addr) == (uintptr_t)&p[1] &&
 	      ULPT_INFO_KIND(h_info) == ULPT_KIND_W,
 	      "handler runs without the kernel; each write completes once (%d deliveries)",
-	      h_count);
+	      READ_ONCE(h_count));
 	check(get_entry(p, 1) == ULPT_LINE_NW(0), "the table is unchanged by let-through-once");
 }
 
@@ -425,12 +426,14 @@ static void test_uiret_flags(void)
 	set_entry(p, 1, ULPT_LINE_NW(0));
 	handle(H_FLAGS);
 	bad = flags_after_uiret(p);
-	check(h_count == 1 && bad == 0,
+	check(READ_ONCE(h_count) == 1 && bad == 0,
 	      "after UIRET, cld and test give exact flags (wrong: %#lx)", bad);
 	bad = flags_after_syscall(p);
-	check(h_count == 2 && bad == 0, "  ...also after a system call (wrong: %#lx)", bad);
+	check(READ_ONCE(h_count) == 2 && bad == 0,
+	      "  ...also after a system call (wrong: %#lx)", bad);
 	bad = flags_across_ticks(p);
-	check(h_count == 3 && bad == 0, "  ...also across timer interrupts (wrong: %#lx)", bad);
+	check(READ_ONCE(h_count) == 3 && bad == 0,
+	      "  ...also across timer interrupts (wrong: %#lx)", bad);
 }
 
 /* A write made by code at `code` (movq $1, (%rdi); ret), mapped anywhere. */
@@ -476,9 +479,10 @@ static void test_handler_limit(void)
 	      ulpt(ARCH_ULPT_GET_STATE, &st) == 0 && st.handler == (uintptr_t)hi_handler,
 	      "SET_HANDLER above 2^47 (5-level paging): accepted");
 	((void (*)(void *))hi_code)(&p[1]);
-	check(h_count == 1 && p[1] == 1 && h_rip == (uintptr_t)hi_code,
+	check(READ_ONCE(h_count) == 1 && p[1] == 1 && READ_ONCE(h_rip) == (uintptr_t)hi_code,
 	      "a violation by code above 2^47 runs the handler above 2^47 and UIRET returns there (%d deliveries, rip %#lx, addr %#lx info %#lx, p1 %lu)",
-	      h_count, h_rip, h_addr, h_info, p[1]);
+	      READ_ONCE(h_count), READ_ONCE(h_rip), READ_ONCE(h_addr), READ_ONCE(h_info),
+	      p[1]);
 }
 
 /* Signals: a violation inside the handler is SIGSEGV; siglongjmp leaves the handler */
@@ -493,13 +497,13 @@ static void test_fault_in_handler(void)
 	set_entry(q, 0, ULPT_NR);
 	handle(H_FAULT);
 	WRITE_ONCE(h_fault_at, q);
-	check(ulpt_faults(write8, p) && segv_addr == (uintptr_t)q,
+	check(ulpt_faults(write8, p) && READ_ONCE(segv_addr) == (uintptr_t)q,
 	      "a violation inside the handler becomes SIGSEGV SEGV_ULPTERR");
-	check(!segv_in_handler, "the signal handler runs outside the ULPT handler");
+	check(!READ_ONCE(segv_in_handler), "the signal handler runs outside the ULPT handler");
 	check(!in_handler(), "siglongjmp out of it: out of the ULPT handler too");
 	handle(H_PERMIT);
 	write8(p);
-	check(h_count == 1, "after siglongjmp the next violation reaches the handler");
+	check(READ_ONCE(h_count) == 1, "after siglongjmp the next violation reaches the handler");
 }
 
 /* Signals: the in-handler state is saved in the signal frame, restored by sigreturn */
@@ -513,9 +517,10 @@ static void test_signal_in_handler(void)
 	signal(SIGUSR1, on_usr1);
 	handle(H_SIGNAL);
 	WRITE_ONCE(p[2], 77);
-	check(h_count == 1 && usr1_in_handler == 0 && h_in_handler_after == 1 && p[2] == 77,
+	check(READ_ONCE(h_count) == 1 && READ_ONCE(usr1_in_handler) == 0 &&
+	      READ_ONCE(h_in_handler_after) == 1 && p[2] == 77,
 	      "a signal inside the handler: not in the handler while it runs (%d), in it again after sigreturn (%d), and UIRET completes the write",
-	      usr1_in_handler, h_in_handler_after);
+	      READ_ONCE(usr1_in_handler), READ_ONCE(h_in_handler_after));
 }
 
 /* Signals: a frame that cannot be written is the ordinary SIGSEGV of the stack */
@@ -681,7 +686,7 @@ static void *writer(void *arg)
 		int r = READ_ONCE(t_revoked);
 
 		if (faults(write8, t_page)) {
-			WRITE_ONCE(t_result, segv_code == SEGV_ULPTERR ? 1 : 3);
+			WRITE_ONCE(t_result, READ_ONCE(segv_code) == SEGV_ULPTERR ? 1 : 3);
 			return NULL;
 		}
 		if (r) {
@@ -703,9 +708,9 @@ static void test_threads(void)
 	set_entry(t_page, 0, ULPT_NW);
 	WRITE_ONCE(t_revoked, 1);
 	pthread_join(th, NULL);
-	check(t_result == 1,
+	check(READ_ONCE(t_result) == 1,
 	      "threads: after the flag, the other thread's next write faults (result %d)",
-	      t_result);
+	      READ_ONCE(t_result));
 }
 
 /* ARCH_ULPT_DISABLE: the table, the view and every handler go */
@@ -720,7 +725,7 @@ static void test_disable(void)
 	check(ulpt_ul(ARCH_ULPT_DISABLE, 0) == 0 && ulpt(ARCH_ULPT_GET_STATE, &st) == 0 &&
 	      st.flags == 0, "DISABLE: no table any more");
 	check(!faults(write8, p), "DISABLE: the restriction is gone");
-	check(faults(read8, (void *)(uintptr_t)en.view) && segv_code == SEGV_MAPERR,
+	check(faults(read8, (void *)(uintptr_t)en.view) && READ_ONCE(segv_code) == SEGV_MAPERR,
 	      "DISABLE: the view is unmapped");
 	check(ulpt(ARCH_ULPT_ENABLE, &en) == 0, "ENABLE again after DISABLE");
 	check(ulpt(ARCH_ULPT_GET_STATE, &st) == 0 && st.handler == 0,
@@ -729,7 +734,7 @@ static void test_disable(void)
 	q = page();
 	set_entry(q, 0, ULPT_NW);
 	handle(H_PERMIT);
-	check(ulpt_faults(write8, q) && h_count == 0,
+	check(ulpt_faults(write8, q) && READ_ONCE(h_count) == 0,
 	      "  ...and a violation is a SIGSEGV, not a delivery to the old handler");
 }
 
