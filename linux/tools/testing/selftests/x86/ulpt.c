@@ -328,12 +328,14 @@ static void test_einval(void)
 static void test_store_denies(void)
 {
 	uint64_t *p;
+	bool denied;
 
 	setup();
 	p = page();
 	check(!faults(write8, p), "write before any restriction");
 	set_entry(p, 0, ULPT_NW);
-	check(ulpt_faults(write8, p + 1) && READ_ONCE(segv_addr) == (uintptr_t)(p + 1),
+	denied = ulpt_faults(write8, p + 1);
+	check(denied && READ_ONCE(segv_addr) == (uintptr_t)(p + 1),
 	      "one store denies the next write: SIGSEGV SEGV_ULPTERR at the address (code %d)",
 	      READ_ONCE(segv_code));
 	check((segv_err & (X86_PF_ULPT | X86_PF_WRITE | X86_PF_USER)) ==
