@@ -43,7 +43,7 @@ $(B)/guest/tests/%: tests/guest/%.c tests/guest/tap.h guest/ulpt-handler.h inclu
 # The kernel's ULPT selftest, built as kselftest builds it, from the patched tree (scripts/
 # build-kernel copies linux/tools/testing/selftests/x86/ulpt.c there) and the installed headers.
 SELFTESTS := $(B)/linux/src/tools/testing/selftests
-$(B)/guest/tests/ulpt: linux/tools/testing/selftests/x86/ulpt.c | kernel
+$(B)/guest/tests/ulpt: linux/tools/testing/selftests/x86/ulpt.c linux/arch/x86/include/uapi/asm/ulpt.h | kernel
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -std=gnu99 -pthread -Wall -Werror -static -I$(SELFTESTS) \
 	  -I$(B)/linux/headers/include -o $@ $(SELFTESTS)/x86/ulpt.c
