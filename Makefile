@@ -9,7 +9,7 @@ CC := gcc
 GUEST_CFLAGS := -O2 -g -Wall -Wextra -Werror -static -Iguest -Iinclude -I$(B)/linux/headers/include
 
 GUEST_PROGS := $(patsubst guest/%.c,$(B)/guest/bin/%,$(wildcard guest/*.c))
-GUEST_TESTS := $(patsubst tests/guest/%.c,$(B)/guest/tests/%,$(wildcard tests/guest/*.c))
+GUEST_TESTS := $(patsubst tests/guest/%.c,$(B)/guest/tests/%,$(wildcard tests/guest/*.c)) $(B)/guest/tests/ulpt
 # Host unit tests (no guest) and suites that boot the guest; each prints TAP.
 UNIT_TESTS := $(wildcard tests/unit/*.sh)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/*.c))
@@ -43,6 +43,14 @@ $(B)/guest/bin/%: guest/%.c guest/ulpt-handler.h include/ulpt/arch.h | kernel
 $(B)/guest/tests/%: tests/guest/%.c tests/lib/tap.h tests/lib/select.h guest/ulpt-handler.h include/ulpt/arch.h | kernel
 	@mkdir -p $(@D)
 	$(CC) $(GUEST_CFLAGS) $(DEPFLAGS) -Itests/lib -o $@ $< -lpthread
+
+# The kernel's ULPT selftest, built as kselftest builds it, from the patched tree (scripts/
+# build-kernel copies linux/tools/testing/selftests/x86/ulpt.c there) and the installed headers.
+SELFTESTS := $(B)/linux/src/tools/testing/selftests
+$(B)/guest/tests/ulpt: linux/tools/testing/selftests/x86/ulpt.c linux/arch/x86/include/uapi/asm/ulpt.h | kernel
+	@mkdir -p $(@D)
+	$(CC) -O2 -g -std=gnu99 -pthread -Wall -Werror -static $(DEPFLAGS) -I$(SELFTESTS) \
+	  -I$(B)/linux/headers/include -o $@ $(SELFTESTS)/x86/ulpt.c
 
 $(INITRAMFS): $(GUEST_PROGS) $(GUEST_TESTS) guest/init tests/tap-run scripts/build-initramfs | kernel
 	@scripts/build-initramfs $@

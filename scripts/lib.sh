@@ -20,3 +20,20 @@ series_apply() { # DIR SRC UPSTREAM
     patch -s -p1 -d "$2" --no-backup-if-mismatch < "$1/$p" || die "${1#$top/}/$p does not apply to $3"
   done
 }
+
+# Our new kernel files: DIR/files lists "PATCH PATH" (the patch of DIR/patches/series that
+# adds PATH; the file is DIR/PATH). Prints "PATCH PATH" lines.
+linux_files() { # DIR
+  sed -e '/^#/d' -e '/^$/d' "$1/files"
+}
+# Copies the new files into a kernel tree, only those that differ (mtimes kept: make
+# rebuilds what changed). DIR SRC
+linux_files_install() {
+  local p f
+  linux_files "$1" | while read -r p f; do
+    if ! cmp -s "$1/$f" "$2/$f"; then
+      mkdir -p "$(dirname "$2/$f")"
+      cp -p "$1/$f" "$2/$f"
+    fi
+  done
+}

@@ -37,7 +37,7 @@
 #define ULPT_LEAF_SHIFT        8      /* 256 16-byte entries per leaf */
 #define ULPT_DIR_SHIFT         9      /* 512 8-byte entries per directory */
 #define ULPT_ENTRY_SIZE        16
-#define ULPT_VIEW_SIZE         (1ULL << 39)   /* 16 bytes per page of 2^47 */
+#define ULPT_VIEW_SIZE         0x8000000000ULL   /* 2^39: 16 bytes per page of 2^47 */
 
 /* Directory entries (spec 4.2). */
 #define ULPT_DIR_P             (1ull << 0)
@@ -49,9 +49,9 @@
  * also in the kernel's <asm/ulpt.h>: keep the definitions token-identical so
  * both may be included.
  */
-#define ULPT_NR                (1ULL << 0)
-#define ULPT_NW                (1ULL << 1)
-#define ULPT_NX                (1ULL << 2)
+#define ULPT_NR                0x1ULL
+#define ULPT_NW                0x2ULL
+#define ULPT_NX                0x4ULL
 #define ULPT_PAGE_SW_MASK      0xff00000000000000ull /* for software */
 #define ULPT_PAGE_RSVD_MASK (~(ULPT_PAGE_SW_MASK | ULPT_NR | ULPT_NW | ULPT_NX))
 /* Leaf word 1, line rights: bit 2i denies reads of line i, bit 2i+1 writes. */
@@ -83,12 +83,12 @@
 #define ULPT_FRAME_START       7
 #define ULPT_FRAME_WORDS       8
 
-#define ULPT_INFO_KIND(i)      ((unsigned)(i) & 7u)
-#define ULPT_INFO_PERMITTED(i) ((unsigned)((i) >> 4) & 7u)
-#define ULPT_INFO_REASON(i)    ((unsigned)((i) >> 8) & 0xffu)
+#define ULPT_INFO_KIND(i)      ((unsigned int)(i) & 7u)
+#define ULPT_INFO_PERMITTED(i) ((unsigned int)((i) >> 4) & 7u)
+#define ULPT_INFO_REASON(i)    ((unsigned int)((i) >> 8) & 0xffu)
 /* The size of the access in bytes; 0 for a fetch. */
-#define ULPT_INFO_SIZE(i)      ((unsigned)((i) >> 16) & 0xffffu)
-#define ULPT_INFO_PERMIT       (1ull << 32)
+#define ULPT_INFO_SIZE(i)      ((unsigned int)((i) >> 16) & 0xffffu)
+#define ULPT_INFO_PERMIT       0x100000000ULL
 
 /* #PF error code bit of an escalated violation (spec 6.1). */
 #define ULPT_PF_ERROR_BIT      (1u << 8)

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+#ifndef _UAPI_ASM_X86_ULPT_H
+#define _UAPI_ASM_X86_ULPT_H
+
+#include <linux/types.h>
+
+/*
+ * User Level Page Tables (ULPT): the table as a process sees it through its
+ * view, the frame the CPU gives the handler, and the arch_prctl() API
+ * (ARCH_ULPT_* in <asm/prctl.h>). See Documentation/x86/ulpt.rst.
+ */
+
+/* The view: the entry of the page at address va is the 16 bytes at view + (va >> 12) * 16 */
+#define ULPT_VIEW_SIZE		0x8000000000ULL	/* 2^39: 16 bytes per page of 2^47 */
+#define ULPT_ENTRY_SIZE		16
+
+/* Leaf entry word 0 (page rights) and word 1 (two bits per 128-byte line). */
+#define ULPT_NR			0x1ULL
+#define ULPT_NW			0x2ULL
+#define ULPT_NX			0x4ULL
+#define ULPT_LINE_NR(i)		(1ULL << (2 * (i)))
+#define ULPT_LINE_NW(i)		(1ULL << (2 * (i) + 1))
+
+/*
+ * The frame the CPU writes for the handler: 64 bytes at the handler's RSP, read back by
+ * UIRET. The macros are the architecture's (token-identical to the ULPT ABI header, so
+ * both may be included).
+ */
+struct ulpt_frame {
+	__u64 addr;		/* first denied byte of the access */
+	__u64 info;		/* ULPT_INFO_*: kind, kinds let through, reason, size, PERMIT */
+	__u64 entry0;		/* the leaf entry as read: page rights */
+	__u64 entry1;		/* line rights */
+	__u64 rip;		/* the faulting instruction */
+	__u64 rflags;
+	__u64 rsp;
+	__u64 start;		/* first byte of the access: it is [start, start + size) */
+};
+
+#define ULPT_KIND_R            1u
+#define ULPT_KIND_W            2u
+#define ULPT_KIND_X            4u
+#define ULPT_REASON_PAGE       1u
+#define ULPT_REASON_LINE       2u
+#define ULPT_REASON_MALFORMED  3u
+#define ULPT_INFO_KIND(i)      ((unsigned int)(i) & 7u)
+#define ULPT_INFO_PERMITTED(i) ((unsigned int)((i) >> 4) & 7u)
+#define ULPT_INFO_REASON(i)    ((unsigned int)((i) >> 8) & 0xffu)
+#define ULPT_INFO_SIZE(i)      ((unsigned int)((i) >> 16) & 0xffffu)   /* bytes; 0 for a fetch */
+#define ULPT_INFO_PERMIT       0x100000000ULL
+
+/*
+ * si_code of the SIGSEGV for a violation (as in asm-generic/siginfo.h, which C
+ * libraries do not include).
+ */
+#ifndef SEGV_ULPTERR
+#define SEGV_ULPTERR		11
+#endif
+
+/* ARCH_ULPT_ENABLE */
+struct ulpt_enable {
+	__u64 flags;		/* in: 0 */
+	__u64 view;		/* out: address of the view */
+	__u64 view_size;	/* out: ULPT_VIEW_SIZE */
+};
+
+/* ARCH_ULPT_GET_STATE */
+#define ULPT_STATE_ENABLED	0x1ULL	/* the process has a table */
+#define ULPT_STATE_IN_HANDLER	0x2ULL	/* this thread is in its handler */
+struct ulpt_state {
+	__u64 flags;
+	__u64 view;
+	__u64 view_size;
+	__u64 handler;		/* this thread's handler, 0 if none */
+	__u64 stack_adjust;	/* bytes skipped below RSP before the frame */
+	__u64 table_bytes;	/* memory used by the process's table */
+};
+
+#endif /* _UAPI_ASM_X86_ULPT_H */

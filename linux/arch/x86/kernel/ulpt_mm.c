@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * User Level Page Tables: the table through the life of an address space.
+ *
+ * fork copies the table, so the child starts with its parent's rights and
+ * its threads keep their handlers; exec starts the new program without a
+ * handler (the new mm has no table); munmap, brk and the source of mremap
+ * clear the entries of the range, so that memory mapped there later is not
+ * restricted by rights set on what was there before; the table is freed
+ * with the address space.
+ */
+#include <linux/mm.h>
+#include <linux/mmu_context.h>
+#include <linux/preempt.h>
+#include <linux/sched.h>
+#include <asm/ulpt.h>
+#include <asm/ulpt_table.h>
+
+/* destroy_context(): nothing runs the address space any more. */
+void ulpt_destroy(struct mm_struct *mm)
+{
+	struct ulpt_mm *u = mm->context.ulpt;
+
+	if (!u)
+		return;
+	mm->context.ulpt = NULL;
+	ulpt_mm_free(u);
+}
+
+/* arch_dup_mmap(): the child gets a copy (its view VMA is inherited empty). */
+int ulpt_dup_mmap(struct mm_struct *oldmm, struct mm_struct *mm)
+{
+	struct ulpt_mm *old = READ_ONCE(oldmm->context.ulpt);
+
+	mm->context.ulpt = NULL;
+	if (!old)
+		return 0;
+	mm->context.ulpt = ulpt_mm_copy(old);
+	return mm->context.ulpt ? 0 : -ENOMEM;
+}
+
+/* arch_unmap(): rights do not outlive the mapping they were set on. */
+void ulpt_unmap(struct mm_struct *mm, unsigned long start, unsigned long end)
+{
+	struct ulpt_mm *u = READ_ONCE(mm->context.ulpt);
+
+	if (u)
+		ulpt_mm_clear(u, start, end);
+}
+
+/* arch_setup_new_exec(): the new program starts without a handler. */
+void ulpt_exec(struct task_struct *tsk)
+{
+	tsk->thread.ulpt_handler = 0;
+	tsk->thread.ulpt_status = 0;
+	tsk->thread.ulpt_gen = 0;
+	if (!cpu_feature_enabled(X86_FEATURE_ULPT))
+		return;
+	/* The MSRs still hold the old program's state: do not save it into this thread. */
+	preempt_disable();
+	if (this_cpu_read(ulpt_cpu_owner) == tsk)
+		this_cpu_write(ulpt_cpu_owner, NULL);
+	preempt_enable();
+}
