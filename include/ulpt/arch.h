@@ -37,7 +37,7 @@
 #define ULPT_LEAF_SHIFT        8      /* 256 16-byte entries per leaf */
 #define ULPT_DIR_SHIFT         9      /* 512 8-byte entries per directory */
 #define ULPT_ENTRY_SIZE        16
-#define ULPT_VIEW_SIZE         0x8000000000ULL   /* 2^39: 16 bytes per page of 2^47 */
+#define ULPT_VIEW_SIZE         0x8000000000ULL /* 2^39: 16 B per page of 2^47 */
 
 /* Directory entries (spec 4.2). */
 #define ULPT_DIR_P             (1ull << 0)
