@@ -1,8 +1,9 @@
 /*
  * libulpt's costs on the backend it runs on (ULPT_BACKEND=ulpt|mprotect picks it), per
  * operation, loop included:
- *   page_change   ulpt_page_deny() deny then allow (one operation each)
- *   line_change   ulpt_line_deny() deny then allow (ULPT only)
+ *   page_change   ulpt_page_deny() deny then allow (one operation each), each followed by an
+ *                 access it allows (the page stays populated and in the TLB, as a watched one)
+ *   line_change   ulpt_line_deny() deny then allow (ULPT only), touched the same way
  *   trip_xsave    a fault round trip through the library: entry stub saving the vector state
  *                 (XSAVE), a C handler that returns ULPT_PERMIT, the access completes; on the
  *                 ULPT backend the watched line has line rights, as in guest/ulpt-bench.c's raw
@@ -79,14 +80,18 @@ static void page_change(long n)
 {
 	for (long i = 0; i < n; i += 2) {
 		ulpt_page_deny(page, ULPT_DENY_W);
+		(void)((volatile char *)page)[8];      /* touched after each change */
 		ulpt_page_deny(page, 0);
+		((volatile char *)page)[8] = (char)i;
 	}
 }
 static void line_change(long n)
 {
 	for (long i = 0; i < n; i += 2) {
 		ulpt_line_deny(page + 384, ULPT_DENY_W);
+		(void)((volatile char *)page)[392];
 		ulpt_line_deny(page + 384, 0);
+		((volatile char *)page)[392] = (char)i;
 	}
 }
 static volatile uint64_t *watched;

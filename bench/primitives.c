@@ -1,7 +1,12 @@
 /*
  * primitives: the two operations every watchpoint or guard-page scheme is built from, on each
  * mechanism Linux and ULPT offer for changing a process's own access rights:
- *   protect_ns           one rights change of one page
+ *   protect_ns           one rights change of one page, followed by an access the new rights
+ *                        allow (a load after denying writes, a store after allowing them):
+ *                        the page stays populated and recently touched, as a watchpoint
+ *                        tool's page is, so each change also pays for the TLB entry it makes
+ *                        stale (a change of an untouched page skips that work: the guest's
+ *                        TLB flush for mprotect(), the refill after a ULPT page change)
  *   fault_roundtrip_ns   one denied write: the fault, the handler, the write retried/let through
  * Backends:
  *   ulpt      libulpt on the ULPT backend. protect: ulpt_page_deny() (one store through the
@@ -190,7 +195,9 @@ static void mp_protect(long n)
 {
 	for (long i = 0; i < n; i += 2) {
 		mprotect((void *)page, pagesz, PROT_READ);
+		(void)page[1];                          /* touched: see protect_ns above */
 		mprotect((void *)page, pagesz, PROT_READ | PROT_WRITE);
+		page[1] = i;
 	}
 }
 
@@ -207,7 +214,9 @@ static void pk_protect(long n)
 {
 	for (long i = 0; i < n; i += 2) {
 		pkey_set(pkey, PKEY_DISABLE_WRITE);
+		(void)page[1];
 		pkey_set(pkey, 0);
+		page[1] = i;
 	}
 }
 
@@ -331,7 +340,9 @@ static void uf_protect(long n)
 {
 	for (long i = 0; i < n; i += 2) {
 		uf_wp(1);
+		(void)page[1];
 		uf_wp(0);
+		page[1] = i;
 	}
 }
 
@@ -415,7 +426,9 @@ static void ul_protect(long n)
 {
 	for (long i = 0; i < n; i += 2) {
 		ulpt_page_deny((void *)page, ULPT_DENY_W);
+		(void)page[1];
 		ulpt_page_deny((void *)page, 0);
+		page[1] = i;
 	}
 }
 
@@ -423,7 +436,9 @@ static void ul_line_protect(long n)
 {
 	for (long i = 0; i < n; i += 2) {
 		ulpt_line_deny((void *)(page + 48), ULPT_DENY_W);   /* line 3 */
+		(void)page[49];
 		ulpt_line_deny((void *)(page + 48), 0);
+		page[49] = i;
 	}
 }
 

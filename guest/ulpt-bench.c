@@ -1,6 +1,8 @@
 /*
  * ulpt-bench: ULPT and what it replaces, side by side in one Linux process.
- *   mprotect_ns          one mprotect() of one page (alternating read-only / read-write)
+ *   mprotect_ns          one mprotect() of one page (alternating read-only / read-write), each
+ *                        followed by an access it allows, so the page stays populated and in
+ *                        the TLB (the rights changes below are followed by the same accesses)
  *   sigsegv_trip_ns      a write to a read-only page: SIGSEGV, the handler mprotects the page
  *                        writable, the write retries and completes (re-protection not counted)
  *   store_plain_ps       one store in a loop, for scale
@@ -72,13 +74,17 @@ static void bench_ulpt(void)
         uint64_t t0 = now_ns(), t[4];
         for (long i = 0; i < n; i += 2) {
             e[1] = ULPT_LINE_NW(3);
+            (void)((volatile uint64_t *)target)[48];  /* touched after each change, as mprotect */
             e[1] = 0;
+            ((volatile uint64_t *)target)[48] = i;
         }
         t[0] = now_ns() - t0;
         t0 = now_ns();
         for (long i = 0; i < n; i += 2) {
             e[0] = ULPT_NW;
+            (void)((volatile uint64_t *)target)[1];
             e[0] = 0;
+            ((volatile uint64_t *)target)[1] = i;
         }
         t[1] = now_ns() - t0;
         t0 = now_ns();
@@ -120,7 +126,9 @@ int main(void)
         uint64_t t0 = now_ns();
         for (long i = 0; i < n; i += 2) {
             mprotect((void *)page, pagesz, PROT_READ);
+            (void)page[2];               /* populated and recently touched, as a watched page */
             mprotect((void *)page, pagesz, PROT_READ | PROT_WRITE);
+            page[2] = i;
         }
         uint64_t mp = (now_ns() - t0) / n;
 

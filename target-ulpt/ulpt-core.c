@@ -76,6 +76,48 @@ unsigned ulpt_check(const UlptEntry *e, bool malformed, unsigned kind,
     return 0;
 }
 
+uint32_t ulpt_lines_denied(uint64_t lines, unsigned kind)
+{
+    /* Gather every other bit (NR at even, NW at odd positions) into 32. */
+    uint64_t x = (kind == ULPT_KIND_W ? lines >> 1 : lines) & ULPT_LINES_NR_ALL;
+
+    x = (x | x >> 1) & 0x3333333333333333ull;
+    x = (x | x >> 2) & 0x0f0f0f0f0f0f0f0full;
+    x = (x | x >> 4) & 0x00ff00ff00ff00ffull;
+    x = (x | x >> 8) & 0x0000ffff0000ffffull;
+    x = (x | x >> 16) & 0x00000000ffffffffull;
+    return (uint32_t)x;
+}
+
+/* Bytes [at, at + n) of word w, n <= 8 and at + n <= 8, from val. */
+static uint64_t word_store(uint64_t w, unsigned at, unsigned n, uint64_t val)
+{
+    uint64_t mask = (n == 8 ? ~0ull : (1ull << (8 * n)) - 1) << (8 * at);
+
+    return (w & ~mask) | ((val << (8 * at)) & mask);
+}
+
+bool ulpt_entry_store(UlptEntry *e, uint64_t off, unsigned size,
+                      uint64_t val)
+{
+    unsigned at = off % ULPT_ENTRY_SIZE;
+
+    if (size == 0 || size > 8 || at + size > ULPT_ENTRY_SIZE) {
+        return false;
+    }
+    if (at >= 8) {
+        e->lines = word_store(e->lines, at - 8, size, val);
+    } else if (at + size <= 8) {
+        e->page = word_store(e->page, at, size, val);
+    } else {
+        /* Straddling the two words: the low bytes go to word 0. */
+        e->page = word_store(e->page, at, 8 - at, val);
+        e->lines = word_store(e->lines, 0, at + size - 8,
+                              val >> (8 * (8 - at)));
+    }
+    return true;
+}
+
 void ulpt_frame_encode(const UlptFrame *f, uint64_t w[ULPT_FRAME_WORDS])
 {
     w[ULPT_FRAME_ADDR] = f->addr;

@@ -59,6 +59,21 @@ static inline unsigned ulpt_page_denied(const UlptEntry *e)
 unsigned ulpt_check(const UlptEntry *e, bool malformed, unsigned kind,
                     unsigned off, unsigned size, unsigned *bad_off);
 
+/*
+ * The lines a word 1 denies for accesses of `kind` (ULPT_KIND_R or
+ * ULPT_KIND_W): bit i for line i.
+ */
+uint32_t ulpt_lines_denied(uint64_t lines, unsigned kind);
+
+/*
+ * A store of `size` bytes of `val` (little-endian) at view offset `off`
+ * applied to the entry it lands in, whose old words are in *e. Returns false
+ * when the store does not lie within one entry; else updates *e to the
+ * stored entry.
+ */
+bool ulpt_entry_store(UlptEntry *e, uint64_t off, unsigned size,
+                      uint64_t val);
+
 /* The frame (spec 6). */
 typedef struct UlptFrame {
     uint64_t addr, info, entry0, entry1, rip, rflags, rsp, start;

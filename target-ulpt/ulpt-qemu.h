@@ -43,7 +43,8 @@ bool ulpt_tlb_fill(CPUState *cs, vaddr addr, int size, MMUAccessType type,
  * else delivers or escalates the violation.
  */
 void ulpt_tlb_check(CPUState *cs, vaddr addr, int size, MMUAccessType type,
-                    int mmu_idx, CPUTLBEntryFull *full, uintptr_t ra);
+                    int mmu_idx, CPUTLBEntryFull *full, const uint64_t *val,
+                    uintptr_t ra);
 
 /*
  * RDMSR (is_write false: stores the value in *val) or WRMSR (is_write true:

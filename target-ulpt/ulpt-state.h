@@ -43,7 +43,8 @@ typedef struct UlptStats {
 
 /*
  * TLB entry extension (TARGET_PAGE_ENTRY_EXTRA): what ULPT installed the
- * entry for.
+ * entry for, the page walk's prot before ULPT took rights out of it, and the
+ * ULPT entry.
  */
 enum {
     ULPT_TLB_NONE = 0,   /* ordinary entry */
@@ -53,6 +54,7 @@ enum {
 };
 #define ULPT_TLB_ENTRY_EXTRA \
     uint8_t ulpt_kind;       \
+    uint16_t ulpt_prot;      \
     uint64_t ulpt_page;      \
     uint64_t ulpt_lines;
 

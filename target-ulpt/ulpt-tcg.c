@@ -86,21 +86,61 @@ static bool read_phys(void *opaque, uint64_t pa, uint64_t *val)
     return true;
 }
 
+/*
+ * A line-rights entry: each kind that some line denies goes to
+ * ulpt_tlb_check (TLB_CHECK), except in the lines that allow it, which the
+ * generated code accesses itself (check_pass), as a hardware TLB holding the
+ * line masks would. Other entries keep prot as it is.
+ */
+static void lines_check(CPUTLBEntryFull *full)
+{
+    uint32_t deny_r, deny_w;
+
+    if (full->ulpt_kind != ULPT_TLB_LINES) {
+        full->check_pass[0] = full->check_pass[1] = 0;
+        return;
+    }
+    deny_r = ulpt_lines_denied(full->ulpt_lines, ULPT_KIND_R);
+    deny_w = ulpt_lines_denied(full->ulpt_lines, ULPT_KIND_W);
+    full->prot &= ~(PAGE_READ_CHECK | PAGE_WRITE_CHECK);
+    full->prot |= (deny_r ? PAGE_READ_CHECK : 0) |
+                  (deny_w ? PAGE_WRITE_CHECK : 0);
+    full->check_pass[0] = ~deny_r;
+    full->check_pass[1] = ~deny_w;
+}
+
+/*
+ * The TLB entry for a page, from the page walk's prot: an ordinary entry
+ * (ULPT_TLB_NONE, LINES) takes e's page rights out of prot, denied kinds
+ * missing into tlb_fill, and its line rights through lines_check(). The
+ * walk's prot is kept for view stores that change page rights in place.
+ */
 static void install(CPUState *cs, int mmu_idx, vaddr addr, hwaddr paddr,
-                    int prot, int lg_page_size, uint8_t kind,
+                    int walk_prot, int lg_page_size, uint8_t kind,
                     const UlptEntry *e)
 {
     CPUX86State *env = cs->env_ptr;
-    CPUTLBEntryFull full = {
+    int prot = walk_prot;
+    CPUTLBEntryFull full;
+
+    if (kind == ULPT_TLB_VIEW) {
+        prot |= PAGE_WRITE_CHECK;
+    } else if (kind != ULPT_TLB_ONCE && e) {
+        prot &= ~((e->page & ULPT_NX ? PAGE_EXEC : 0) |
+                  (e->page & ULPT_NR ? PAGE_READ : 0) |
+                  (e->page & ULPT_NW ? PAGE_WRITE : 0));
+    }
+    full = (CPUTLBEntryFull) {
         .phys_addr = paddr & TARGET_PAGE_MASK,
         .attrs = cpu_get_mem_attrs(env),
         .prot = prot,
         .lg_page_size = lg_page_size,
         .ulpt_kind = kind,
+        .ulpt_prot = walk_prot,
         .ulpt_page = e ? e->page : 0,
         .ulpt_lines = e ? e->lines : 0,
     };
-
+    lines_check(&full);
     if (mmu_idx == MMU_USER32_IDX) {
         env->ulpt.user32 = true;
     }
@@ -190,8 +230,150 @@ static void sync_step_done(CPUState *cs, run_on_cpu_data data)
     X86_CPU(cs)->env.ulpt.sync_step = false;
 }
 
-/* A CPL 3 store into the view (spec 4.4): forget the rights it changes. */
-static void view_store(CPUState *cs, vaddr addr, int size, uintptr_t ra)
+/*
+ * R-COH-5: directly chained blocks never leave their page, so only a chain in
+ * a page whose NX changes (or the one before, for an instruction crossing
+ * into it) can run on without a TLB lookup. Stop it at the end of this block.
+ */
+static void stop_chain(CPUX86State *env, uint64_t first, uint64_t last)
+{
+    uint64_t pc = (env->eip + env->segs[R_CS].base) & TARGET_PAGE_MASK;
+
+    if (first <= pc + TARGET_PAGE_SIZE && last + TARGET_PAGE_SIZE >= pc) {
+        qatomic_set(&cpu_neg(env_cpu(env))->icount_decr.u16.high, -1);
+    }
+}
+
+/*
+ * tlb_set_check_page_by_mmuidx's callback: the target page's entry takes the
+ * new word 1 in place, when nothing but its lines changed.
+ */
+static bool lines_update(CPUTLBEntryFull *full, void *opaque)
+{
+    const UlptEntry *e = opaque;
+
+    if ((full->ulpt_kind != ULPT_TLB_LINES &&
+         full->ulpt_kind != ULPT_TLB_NONE) || full->ulpt_page != e->page) {
+        return false;
+    }
+    full->ulpt_lines = e->lines;
+    full->ulpt_kind = e->lines ? ULPT_TLB_LINES : ULPT_TLB_NONE;
+    if (full->ulpt_kind == ULPT_TLB_NONE) {
+        full->prot &= ~(PAGE_READ_CHECK | PAGE_WRITE_CHECK);
+    }
+    lines_check(full);
+    return true;
+}
+
+/*
+ * New page rights (not NX) for one MMU index: a cached entry for the page is
+ * installed again from what its fill kept (the walk's prot, the physical
+ * page), with no page or table walk. Anything else is dropped.
+ */
+static void page_update(CPUState *cs, int mmu_idx, uint64_t page,
+                        const UlptEntry *e)
+{
+    CPUX86State *env = cs->env_ptr;
+    CPUTLBEntry *te = tlb_entry(env, mmu_idx, page);
+    CPUTLBEntryFull *full =
+        &env_tlb(env)->d[mmu_idx].fulltlb[tlb_index(env, mmu_idx, page)];
+    CPUTLBEntryFull old;
+
+    /*
+     * Only an entry of this page at its own index is installed again: that
+     * index is not the view page's, whose entry the store in progress uses.
+     */
+    if (!tlb_hit_page(te->addr_read, page) &&
+        !tlb_hit_page(tlb_addr_write(te), page) &&
+        !tlb_hit_page(te->addr_code, page)) {
+        tlb_flush_page_entry_by_mmuidx(cs, page, 1 << mmu_idx, false);
+        return;
+    }
+    old = *full;
+    if ((old.ulpt_kind != ULPT_TLB_NONE && old.ulpt_kind != ULPT_TLB_LINES) ||
+        old.lg_page_size < TARGET_PAGE_BITS) {
+        tlb_flush_page_entry_by_mmuidx(cs, page, 1 << mmu_idx, false);
+        return;
+    }
+    install(cs, mmu_idx, page, old.phys_addr, old.ulpt_prot, old.lg_page_size,
+            e->lines ? ULPT_TLB_LINES : ULPT_TLB_NONE, e);
+}
+
+/*
+ * A store of a known value into one entry, on this CPU alone (R-COH-1): the
+ * target page's TLB entries take the new rights from the value, as a
+ * hardware TLB would: a change of word 1 alone updates them in place (masks
+ * and comparators), one of word 0's NR or NW installs them again without a
+ * walk (page_update), and one of NX drops them with the page's
+ * translated-code lookups (the only change that needs those cleared).
+ * Returns false when this does not apply (the caller then drops the
+ * entries).
+ */
+static bool view_store_value(CPUState *cs, int mmu_idx, vaddr addr, int size,
+                             uint64_t val, uint16_t idxmap)
+{
+    CPUX86State *env = cs->env_ptr;
+    uint64_t off = addr - env->ulpt.view;
+    uint64_t page = (off / ULPT_ENTRY_SIZE) << ULPT_PAGE_SHIFT;
+    vaddr base = addr - off % ULPT_ENTRY_SIZE;
+    CPUTLBEntry *te;
+    uint8_t *host;
+    UlptEntry old, new;
+
+    /*
+     * The old entry, through the view's own TLB entry for loads (never
+     * checked): plain RAM, else the caller drops the entries.
+     */
+    if ((base & TARGET_PAGE_MASK) !=
+        ((base + ULPT_ENTRY_SIZE - 1) & TARGET_PAGE_MASK)) {
+        return false;
+    }
+    te = tlb_entry(env, mmu_idx, base);
+    if (!tlb_hit(te->addr_read, base) ||
+        (te->addr_read & ~TARGET_PAGE_MASK)) {
+        return false;
+    }
+    host = (uint8_t *)(uintptr_t)(base + te->addend);
+    old.page = ldq_le_p(host);
+    old.lines = ldq_le_p(host + 8);
+    new = old;
+    if (!ulpt_entry_store(&new, off, size, val)) {
+        return false;
+    }
+    if (ulpt_in_view(env->ulpt.view, page)) {
+        return true;        /* the view's own rights are ignored (R-COH-3) */
+    }
+    if (new.page == old.page) {
+        if (new.lines != old.lines) {
+            tlb_set_check_page_by_mmuidx(cs, page, idxmap, lines_update,
+                                         &new);
+        }
+        return true;
+    }
+    if (!((new.page ^ old.page) & ULPT_NX) &&
+        !(new.page & ULPT_PAGE_RSVD_MASK)) {
+        for (int idx = 0; idx < NB_MMU_MODES; idx++) {
+            if (idxmap & (1 << idx)) {
+                page_update(cs, idx, page, &new);
+            }
+        }
+        return true;
+    }
+    tlb_flush_page_entry_by_mmuidx(cs, page, idxmap,
+                                   (new.page ^ old.page) & ULPT_NX);
+    if ((new.page ^ old.page) & ULPT_NX) {
+        stop_chain(env, page, page);
+    }
+    return true;
+}
+
+/*
+ * A CPL 3 store into the view (spec 4.4), before it is made: the rights it
+ * changes take effect at the next instruction on this CPU (R-COH-1) and
+ * before this CPU goes on for the others (R-COH-2).
+ */
+static void view_store(CPUState *cs, int mmu_idx, vaddr addr, int size,
+                       const uint64_t *val, uintptr_t ra)
 {
     CPUX86State *env = cs->env_ptr;
     uint16_t idxmap = env->ulpt.user32 ? ULPT_USER_IDXMAP
@@ -216,12 +398,15 @@ static void view_store(CPUState *cs, vaddr addr, int size, uintptr_t ra)
     }
     env->ulpt_stats.view_stores++;
     trace_ulpt_view_store(cs->cpu_index, addr, first, last, remote);
+    if (!remote && val &&
+        view_store_value(cs, mmu_idx, addr, size, *val, idxmap)) {
+        return;
+    }
     /*
-     * Same CPU (R-COH-1): nothing this CPU does between here and the store
-     * uses the page, so dropping its TLB entries now is enough. Line rights
-     * never affect instruction fetch: for them, dropping the entries is all
-     * (the cheap, common case). Page rights may set NX, so those also drop
-     * the page's translated-code lookups.
+     * Otherwise the value is not known here (a store made in parts, an
+     * atomic): drop the entries, so that the next access walks the table
+     * once the store is made. Nothing this CPU does between here and the
+     * store uses the page.
      */
     for (page = first; page <= last; page += TARGET_PAGE_SIZE) {
         /*
@@ -247,22 +432,13 @@ static void view_store(CPUState *cs, vaddr addr, int size, uintptr_t ra)
                                                      ULPT_USER_IDXMAP);
         }
     } else if (page_word) {
-        /*
-         * R-COH-5: directly chained blocks never leave their page, so only a
-         * chain in the page being changed (or the one before, for an
-         * instruction crossing into it) can run on without a TLB lookup.
-         * Stop it at the end of this block.
-         */
-        uint64_t pc = (env->eip + env->segs[R_CS].base) & TARGET_PAGE_MASK;
-
-        if (first <= pc + TARGET_PAGE_SIZE && last + TARGET_PAGE_SIZE >= pc) {
-            qatomic_set(&cpu_neg(cs)->icount_decr.u16.high, -1);
-        }
+        stop_chain(env, first, last);
     }
 }
 
 void ulpt_tlb_check(CPUState *cs, vaddr addr, int size, MMUAccessType type,
-                    int mmu_idx, CPUTLBEntryFull *full, uintptr_t ra)
+                    int mmu_idx, CPUTLBEntryFull *full, const uint64_t *val,
+                    uintptr_t ra)
 {
     CPUX86State *env = cs->env_ptr;
     unsigned kind = kind_of(type), reason, bad;
@@ -270,7 +446,7 @@ void ulpt_tlb_check(CPUState *cs, vaddr addr, int size, MMUAccessType type,
 
     if (full->ulpt_kind == ULPT_TLB_VIEW) {
         /* Only stores are checked on the view. */
-        view_store(cs, addr, size, ra);
+        view_store(cs, mmu_idx, addr, size, val, ra);
         return;
     }
     env->ulpt_stats.checks++;
@@ -302,10 +478,10 @@ bool ulpt_tlb_fill(CPUState *cs, vaddr addr, int size, MMUAccessType type,
          * restarted the instruction every time (a livelock with two vCPUs).
          */
         if (type == MMU_DATA_STORE) {
-            view_store(cs, addr, size, ra);
+            view_store(cs, mmu_idx, addr, size, NULL, ra);
         }
-        install(cs, mmu_idx, addr, paddr, prot | PAGE_WRITE_CHECK,
-                TARGET_PAGE_BITS, ULPT_TLB_VIEW, NULL);
+        install(cs, mmu_idx, addr, paddr, prot, TARGET_PAGE_BITS,
+                ULPT_TLB_VIEW, NULL);
         return true;
     }
 
@@ -328,32 +504,12 @@ bool ulpt_tlb_fill(CPUState *cs, vaddr addr, int size, MMUAccessType type,
         install(cs, mmu_idx, addr, paddr, prot, 0, ULPT_TLB_ONCE, &e);
         return true;
     }
-    if (e.page & ULPT_NX) {
-        prot &= ~PAGE_EXEC;
-    }
-    /* Page-wide rights: fold them into prot; denied kinds miss into tlb_fill */
-    if (e.page & ULPT_NR) {
-        prot &= ~PAGE_READ;
-    }
-    if (e.page & ULPT_NW) {
-        prot &= ~PAGE_WRITE;
-    }
     if (e.lines == 0) {
         install(cs, mmu_idx, addr, paddr, prot, lg, ULPT_TLB_NONE, &e);
-        return true;
+    } else {
+        install(cs, mmu_idx, addr, paddr, prot, TARGET_PAGE_BITS,
+                ULPT_TLB_LINES, &e);
     }
-    /*
-     * Line rights: each kind some line denies goes to ulpt_tlb_check, the
-     * others stay inline.
-     */
-    if (e.lines & ULPT_LINES_NR_ALL) {
-        prot |= PAGE_READ_CHECK;
-    }
-    if (e.lines & ULPT_LINES_NW_ALL) {
-        prot |= PAGE_WRITE_CHECK;
-    }
-    install(cs, mmu_idx, addr, paddr, prot, TARGET_PAGE_BITS, ULPT_TLB_LINES,
-            &e);
     return true;
 }
 

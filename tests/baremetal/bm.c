@@ -295,16 +295,19 @@ int start_ap(void (*fn)(void))
 uint64_t *pte_of(const void *va) { return &pt0[((uint64_t)va >> 12) & 511]; }
 
 /* --- ULPT table ---------------------------------------------------------------------- */
-/* Pool: [0] root, [1] L2, [2] L1, [3..6] leaves for 0-4 MiB; view page tables after. */
-static uint64_t tpool[12][512] __attribute__((aligned(4096)));
+/*
+ * Pool: [0] root, [1] L2, [2] L1, [3..18] leaves for 0-16 MiB (the image and the benchmark's
+ * memory above it, BM_FREE_BASE); view page tables after.
+ */
+#define NLEAVES 16
+static uint64_t tpool[3 + NLEAVES + 3][512] __attribute__((aligned(4096)));
 #define ROOT tpool[0]
 #define L2 tpool[1]
 #define L1 tpool[2]
 #define LEAF(i) tpool[3 + (i)]
-#define VPDPT tpool[7]
-#define VPD tpool[8]
-#define VPT tpool[9]
-#define NLEAVES 4
+#define VPDPT tpool[3 + NLEAVES]
+#define VPD tpool[3 + NLEAVES + 1]
+#define VPT tpool[3 + NLEAVES + 2]
 
 uint64_t ulpt_root_pa(void) { return (uint64_t)ROOT; }
 

@@ -84,6 +84,13 @@ void enter_user(void (*fn)(void *), void *arg, uint64_t user_rsp) __attribute__(
 int hpet_init(void);
 uint64_t hpet_ns(void);
 
+/*
+ * Memory past the image that tests may use (2 MiB pages, identity-mapped, user-writable),
+ * covered by the ULPT table up to BM_FREE_END.
+ */
+#define BM_FREE_BASE 0x400000ull
+#define BM_FREE_END 0x1000000ull
+
 /* ULPT table (kernel side). */
 uint64_t ulpt_root_pa(void);
 volatile uint64_t *ulpt_view_entry(uint64_t va);           /* 2 words via the view */

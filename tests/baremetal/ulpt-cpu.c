@@ -430,6 +430,113 @@ static void tbl2_malformed(void)
     wrmsr(MSR_ULPT_ROOT, ulpt_root_pa());
 }
 
+/*
+ * QEMU's inline line check: on a page with line rights, the generated code makes an access to
+ * an allowed line itself (no C helper) once the page's TLB entry is warm. Every line in turn is
+ * the one allowed, the 31 others denied, for loads and stores of 1-16 bytes at both ends of the
+ * line; then, with the entry still warm, the next line must be denied.
+ */
+struct acc_args { uint8_t *p; unsigned size; };
+static void __attribute__((noinline)) u_load(void *v)
+{
+    struct acc_args *a = v;
+    switch (a->size) {
+    case 1: (void)*(volatile uint8_t *)a->p; break;
+    case 2: (void)*(volatile uint16_t *)a->p; break;
+    case 4: (void)*(volatile uint32_t *)a->p; break;
+    case 8: (void)*(volatile uint64_t *)a->p; break;
+    default: asm volatile("movdqu (%0), %%xmm1" :: "r"(a->p) : "memory"); break;
+    }
+}
+static void __attribute__((noinline)) u_store(void *v)
+{
+    struct acc_args *a = v;
+    switch (a->size) {
+    case 1: *(volatile uint8_t *)a->p = 1; break;
+    case 2: *(volatile uint16_t *)a->p = 2; break;
+    case 4: *(volatile uint32_t *)a->p = 4; break;
+    case 8: *(volatile uint64_t *)a->p = 8; break;
+    default: asm volatile("movdqu %%xmm0, (%0)" :: "r"(a->p) : "memory"); break;
+    }
+}
+
+static void tbl1_inline_lines(void)
+{
+    static const unsigned sizes[] = { 1, 2, 4, 8, 16 };
+    uint8_t *pg = tp[6];
+
+    enable_fpu();
+    fresh(0);
+    for (unsigned kind = ULPT_KIND_R; kind <= ULPT_KIND_W; kind <<= 1) {
+        void (*fn)(void *) = kind == ULPT_KIND_W ? u_store : u_load;
+        int allowed = 1, denied = 1;
+        unsigned bad = 0;
+
+        for (unsigned line = 0; line < ULPT_LINES_PER_PAGE; line++) {
+            uint64_t lines = kind == ULPT_KIND_W ? ULPT_LINES_NW_ALL & ~ULPT_LINE_NW(line)
+                                                 : ULPT_LINES_NR_ALL & ~ULPT_LINE_NR(line);
+            ulpt_kset(va(pg), 0, lines);
+            for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+                for (unsigned end = 0; end < 2; end++)
+                    for (int twice = 0; twice < 2; twice++) {   /* the first may fill the TLB */
+                        struct acc_args a = { pg + line * 128 + (end ? 128 - sizes[i] : 0), sizes[i] };
+                        if (run_user_default(fn, &a) != 0x80 && allowed) {
+                            allowed = 0;
+                            bad = line * 100 + sizes[i];
+                        }
+                    }
+            unsigned next = (line + 1) % ULPT_LINES_PER_PAGE;
+            struct acc_args d = { pg + next * 128 + 8, 8 };
+            if (!escalated(run_user_default(fn, &d), kind, va(pg) + next * 128 + 8) && denied) {
+                denied = 0;
+                bad = line;
+            }
+        }
+        bm_ok(allowed, "inline check: %ss of 1-16 bytes at both ends of the one allowed line pass, for each of the 32 lines (first failure: line*100+size %u)",
+              kind == ULPT_KIND_W ? "store" : "load", bad);
+        bm_ok(denied, "inline check: with the entry warm, a %s to the next line is still denied (first failure after line %u)",
+              kind == ULPT_KIND_W ? "store" : "load", bad);
+    }
+    ulpt_kset(va(pg), 0, 0);
+}
+
+/*
+ * Accesses that straddle an allowed and a denied line of a warm entry, in both directions:
+ * delivered with the whole access and its first denied byte, nothing of a store made first.
+ */
+static void acc1_inline_straddle(void)
+{
+    static const unsigned sizes[] = { 2, 4, 8 };
+    uint8_t *pg = tp[6];
+    int into = 1, outof = 1;
+
+    fresh((uint64_t)ulpt_entry);
+    ulpt_kset(va(pg), 0, ULPT_LINE_NW(6) | ULPT_LINE_NR(6));
+    for (unsigned kind = ULPT_KIND_R; kind <= ULPT_KIND_W; kind <<= 1) {
+        void (*fn)(void *) = kind == ULPT_KIND_W ? u_store : u_load;
+        for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+            unsigned n = sizes[i];
+            struct acc_args warm = { pg, 8 };
+            struct acc_args a = { pg + 6 * 128 - n / 2, n };     /* line 5 into line 6 */
+            run_user_default(fn, &warm);
+            *(volatile uint64_t *)(pg + 6 * 128 - 8) = 0xeeee;
+            hreset(ACT_PERMIT);
+            hwatch = (volatile uint64_t *)(pg + 6 * 128 - 8);
+            into &= run_user_default(fn, &a) == 0x80 && hcount == 1 && hlog[0].seen == 0xeeee &&
+                    frame_is(&hlog[0], kind, va(pg) + 6 * 128, va(a.p), n);
+            a.p = pg + 7 * 128 - n / 2;                              /* line 6 into line 7 */
+            run_user_default(fn, &warm);
+            hreset(ACT_PERMIT);
+            outof &= run_user_default(fn, &a) == 0x80 && hcount == 1 &&
+                     frame_is(&hlog[0], kind, va(a.p), va(a.p), n);
+        }
+    }
+    bm_ok(into, "inline check: loads and stores of 2-8 bytes straddling into a denied line are delivered whole, nothing stored first");
+    bm_ok(outof, "inline check: accesses straddling out of a denied line are delivered at their first byte");
+    hwatch = 0;
+    ulpt_kset(va(pg), 0, 0);
+}
+
 /* === Section 4.4: the view and coherence ================================================ */
 
 static void coh1_view_store(void)
@@ -471,6 +578,62 @@ static void coh1_fast_path(void)
     r = run_user_default(u_view_then_write, &vw);
     bm_ok(escalated(r, ULPT_KIND_W, va(rd) + 16),
           "R-COH-1 on the fast path: one view store denying writes applies to the next store (vec %lu cr2 %lx)", r, last_trap.cr2);
+}
+
+/* Change word 1 with one store, then access: the warm entry takes the new lines in place. */
+static void u_lines_then_write(void *v)
+{
+    struct view_args *a = v;
+    a->entry[1] = a->lines;
+    *(volatile uint64_t *)a->target = 0x1234;
+}
+static void u_lines_then_read(void *v)
+{
+    struct view_args *a = v;
+    a->entry[1] = a->lines;
+    (void)*(volatile uint64_t *)a->target;
+}
+
+/*
+ * R-COH-1 with the entry warm, for each way a view store changes a page with line rights: a
+ * newly denied line, a line allowed again, a kind checked for the first time, page rights over
+ * line rights, and NX over code translated from such a page.
+ */
+static void coh1_warm_lines(void)
+{
+    uint8_t *pg = tp[6];
+    volatile uint64_t *e = ulpt_view_entry(va(pg));
+    uint64_t r;
+
+    fresh(0);
+    ulpt_kset(va(pg), 0, ULPT_LINE_NW(3));
+    run_user_default(u_write8, pg);                              /* warm, both kinds */
+    run_user_default(u_read8, pg);
+    struct view_args v = { e, 0, ULPT_LINE_NW(3) | ULPT_LINE_NW(4), (uint64_t *)(pg + 4 * 128 + 16) };
+    r = run_user_default(u_lines_then_write, &v);
+    bm_ok(escalated(r, ULPT_KIND_W, va(pg) + 4 * 128 + 16),
+          "R-COH-1 warm: a line denied by one store is denied at the next store (vec %lu cr2 %lx)", r, last_trap.cr2);
+    v = (struct view_args){ e, 0, 0, (uint64_t *)(pg + 3 * 128) };
+    bm_ok(run_user_default(u_lines_then_write, &v) == 0x80 && *(volatile uint64_t *)(pg + 3 * 128) == 0x1234,
+          "R-COH-1 warm: lines allowed by one store are allowed at the next store");
+    v = (struct view_args){ e, 0, ULPT_LINE_NR(5), (uint64_t *)(pg + 5 * 128 + 8) };
+    r = run_user_default(u_lines_then_read, &v);
+    bm_ok(escalated(r, ULPT_KIND_R, va(pg) + 5 * 128 + 8),
+          "R-COH-1 warm: the first read-denied line of a page is denied at the next load (vec %lu cr2 %lx)", r, last_trap.cr2);
+    ulpt_kset(va(pg), 0, ULPT_LINE_NR(5));
+    run_user_default(u_write8, pg);
+    struct view_args w = { e, ULPT_NW, ULPT_LINE_NR(5), (uint64_t *)(pg + 8) };
+    r = run_user_default(u_view_then_write, &w);
+    bm_ok(escalated(r, ULPT_KIND_W, va(pg) + 8),
+          "R-COH-1 warm: page rights set by one store over line rights deny the next store (vec %lu cr2 %lx)", r, last_trap.cr2);
+    ulpt_kset(va(tp[2]), 0, ULPT_LINE_NW(5));
+    tp[2][0] = 0xc3;                                             /* ret */
+    run_user_default(u_call, tp[2]);                             /* translated */
+    struct view_args nx = { ulpt_view_entry(va(tp[2])), ULPT_NX, 0, 0 };
+    r = run_user_default(u_view_then_call, &nx);
+    bm_ok(escalated(r, ULPT_KIND_X, va(tp[2])), "R-COH-5 warm: NX set by one store over line rights denies the next call (vec %lu)", r);
+    ulpt_kset(va(tp[2]), 0, 0);
+    ulpt_kset(va(pg), 0, 0);
 }
 
 /* The view is never restricted. */
@@ -1022,15 +1185,18 @@ static const struct test_case ulpt_tests[] = {
     { "R-TBL-1:lines", tbl1_lines, 3 },
     { "R-TBL-1:fast-path", tbl1_fast_path, 4 },
     { "R-TBL-1:empty-entry", tbl1_empty_entry, 1 },
+    { "R-TBL-1:inline", tbl1_inline_lines, 4 },
     { "R-TBL-2", tbl2_malformed, 3 },
     { "R-COH-1", coh1_view_store, 5 },
     { "R-COH-1:fast-path", coh1_fast_path, 4 },
+    { "R-COH-1:warm-lines", coh1_warm_lines, 5 },
     { "R-COH-3", coh3_view, 1 },
     { "R-COH-4", coh4_kernel_store, 2 },
     { "R-COH-5", coh5_nx, 3 },
     { "R-ACC-1:straddle", acc1_straddle, 3 },
     { "R-ACC-1:instructions", acc1_instructions, 4 },
     { "R-ACC-1:cross-page", acc1_cross_page, 10 },
+    { "R-ACC-1:inline-straddle", acc1_inline_straddle, 2 },
     { "R-ACC-1:fast-path-code", acc1_fast_path_code, 3 },
     { "R-ACC-2", acc2_cpl0, 1 },
     { "R-ACC-3", acc3_paging_first, 3 },

@@ -4,7 +4,9 @@
  * Once CPU 1 has seen the flag, its next write must fault: it may never succeed.
  * Then the same for a kind on QEMU's fast path: CPU 1 keeps reading a page whose lines deny
  * writes only (its loads never leave the inline path), CPU 0 denies reads of a line with one
- * view store, and CPU 1's next read of that line must fault.
+ * view store, and CPU 1's next read of that line must fault. And for QEMU's inline line
+ * check: CPU 1 keeps reading an allowed line of a page whose other line denies reads (the
+ * generated code checks the line itself), CPU 0 denies the line CPU 1 reads.
  * The tests (smp_tests[] at the end) run alone too: CPU 1 starts with the first that needs it.
  */
 #include "bm.h"
@@ -15,14 +17,21 @@ static volatile uint64_t phase, r_iters, r_revoked, r_result, r_fault_addr;
 static uint8_t ap_ustack[4 * PAGE] __attribute__((aligned(16)));
 static volatile uint64_t ap_iters, revoked, ap_result, ap_fault_addr, ap_fault_seen;
 
-static void ap_read_loop(void);
+static uint8_t ti[PAGE] __attribute__((aligned(4096)));       /* the inline phase's page */
+static volatile uint64_t i_iters, i_revoked, i_result, i_fault_addr;
+static uint8_t ap_ustack2[4 * PAGE] __attribute__((aligned(16)));
 
-/* Parked at CPL 3 after the write phase, until the read phase starts. */
+static void ap_read_loop(void);
+static void ap_inline_loop(void);
+
+/* Parked at CPL 3 after the write (or inline) phase, until the next phase starts. */
 static void ap_park(void)
 {
     for (;;) {
         if (phase == 2)
             ap_read_loop();
+        if (phase == 3)
+            ap_inline_loop();
         asm volatile("pause");
     }
 }
@@ -47,9 +56,39 @@ static void ap_read_loop(void)
     }
 }
 
+/* Reads of an allowed line of a page whose line 31 denies reads: the inline line check. */
+static void ap_inline_loop(void)
+{
+    volatile uint64_t *t = (volatile uint64_t *)ti;
+    for (;;) {
+        uint64_t r = i_revoked;
+        (void)*t;
+        i_iters++;
+        if (r) {
+            i_result = 2;               /* a read succeeded after the flag was seen */
+            ap_park_for_good();
+        }
+    }
+}
+
+/* After the inline phase's fault: wait for it to end, then park (never retry the access). */
+static void ap_inline_done(void)
+{
+    while (phase == 3)
+        asm volatile("pause");
+    ap_park();
+}
+
 /* CPU 1's handler: record the fault and park (never retry the access). */
 void ulpt_handler(uint64_t *f)
 {
+    if (phase == 3) {
+        i_fault_addr = f[ULPT_FRAME_ADDR];
+        i_result = 1;
+        f[ULPT_FRAME_RIP] = (uint64_t)ap_inline_done; /* on a stack of its own, call-aligned */
+        f[ULPT_FRAME_RSP] = (uint64_t)ap_ustack2 + sizeof(ap_ustack2) - 8;
+        return;
+    }
     if (phase == 2) {
         r_fault_addr = f[ULPT_FRAME_ADDR];
         r_result = 1;
@@ -67,6 +106,8 @@ static void ap_user(void *p)
     for (;;) {
         if (phase == 2)                 /* the read phase, run alone (without the write phase) */
             ap_read_loop();
+        if (phase == 3)                 /* the inline phase, run alone */
+            ap_inline_loop();
         uint64_t r = revoked;
         *t = r;
         ap_iters++;
@@ -110,6 +151,13 @@ static void bsp_revoke_read(void *p)
     (void)p;
     ulpt_view_entry((uint64_t)tr)[1] = ULPT_LINE_NW(31) | ULPT_LINE_NR(0);  /* one store */
     r_revoked = 1;
+}
+
+static void bsp_revoke_inline(void *p)
+{
+    (void)p;
+    ulpt_view_entry((uint64_t)ti)[1] = ULPT_LINE_NR(31) | ULPT_LINE_NR(0);  /* one store */
+    i_revoked = 1;
 }
 
 static int wait_until(volatile uint64_t *v, uint64_t min)
@@ -169,6 +217,22 @@ static void coh2_fast_path(void)
           r_result, r_fault_addr);
 }
 
+/* The same for a line the generated code checks itself (QEMU's inline line check). */
+static void coh2_inline(void)
+{
+    ensure_ap();
+    ulpt_kset((uint64_t)ti, 0, ULPT_LINE_NR(31));     /* loads from line 0 pass inline */
+    phase = 3;
+    bm_ok(wait_until(&i_iters, 100000), "CPU 1 reads an allowed line of a page whose line 31 denies reads (%lu reads)",
+          i_iters);
+    bm_ok(run_user_default(bsp_revoke_inline, 0) == 0x80, "CPU 0 denied reads of that line from CPL 3 and raised the flag");
+    wait_until(&i_result, 1);
+    bm_ok(i_result == 1 && i_fault_addr == (uint64_t)ti,
+          "R-COH-2 on the inline check: CPU 1's next read after seeing the flag faulted (result %lu, fault at %lx)",
+          i_result, i_fault_addr);
+    phase = 0;
+}
+
 /* CPU 1 is at CPL 3, sharing the table: locked RMWs on the view must complete. */
 static void coh3_locked_view(void)
 {
@@ -182,6 +246,7 @@ static void coh3_locked_view(void)
 
 static const struct test_case smp_tests[] = {
     { "R-COH-2", coh2_write, 4 },
+    { "R-COH-2:inline", coh2_inline, 3 },
     { "R-COH-2:fast-path", coh2_fast_path, 3 },
     { "R-COH-3", coh3_locked_view, 1 },
 };

@@ -204,6 +204,44 @@ static void view_targets(void)
            !ulpt_view_targets(0, 0x1000, 8, &lo, &hi, &pw), "outside the view or no view: no target");
 }
 
+/* The line masks a TLB entry keeps for the generated code's inline check. */
+static void lines_denied(void)
+{
+    int ok = 1;
+
+    for (unsigned i = 0; i < ULPT_LINES_PER_PAGE; i++) {
+        ok &= ulpt_lines_denied(ULPT_LINE_NR(i), ULPT_KIND_R) == 1u << i &&
+              ulpt_lines_denied(ULPT_LINE_NR(i), ULPT_KIND_W) == 0 &&
+              ulpt_lines_denied(ULPT_LINE_NW(i), ULPT_KIND_W) == 1u << i &&
+              ulpt_lines_denied(ULPT_LINE_NW(i), ULPT_KIND_R) == 0;
+    }
+    tap_ok(ok, "each line's NR and NW bit is that line's bit in the read and write masks");
+    tap_ok(ulpt_lines_denied(ULPT_LINES_NR_ALL, ULPT_KIND_R) == ~0u &&
+           ulpt_lines_denied(ULPT_LINES_NW_ALL, ULPT_KIND_W) == ~0u &&
+           ulpt_lines_denied(ULPT_LINE_NR(0) | ULPT_LINE_NW(31) | ULPT_LINE_NR(17), ULPT_KIND_R) ==
+           (1u | 1u << 17), "all lines, and a mix of kinds");
+}
+
+/* A store through the view applied to the entry it lands in (what the TLB takes in place). */
+static void entry_store(void)
+{
+    UlptEntry e = { 0x1111111111111111ull, 0x2222222222222222ull };
+
+    tap_ok(ulpt_entry_store(&e, 0x40 * 16 + 8, 8, 0xabcd) && e.page == 0x1111111111111111ull &&
+           e.lines == 0xabcd, "an 8-byte store to word 1 replaces it");
+    tap_ok(ulpt_entry_store(&e, 0x40 * 16, 8, 4) && e.page == 4 && e.lines == 0xabcd,
+           "an 8-byte store to word 0 replaces it");
+    e = (UlptEntry){ 0, 0 };
+    tap_ok(ulpt_entry_store(&e, 16 + 9, 2, 0xbeef) && e.lines == 0xbeef00 && e.page == 0 &&
+           ulpt_entry_store(&e, 16 + 15, 1, 0x80) && e.lines == 0x8000000000beef00ull,
+           "byte stores inside word 1 change only their bytes");
+    e = (UlptEntry){ 0x1122334455667788ull, 0x99aabbccddeeff00ull };
+    tap_ok(ulpt_entry_store(&e, 6, 4, 0x04030201) && e.page == 0x0201334455667788ull &&
+           e.lines == 0x99aabbccddee0403ull, "a store straddling the two words splits at byte 8");
+    tap_ok(!ulpt_entry_store(&e, 12, 8, 0) && !ulpt_entry_store(&e, 0, 0, 0) &&
+           !ulpt_entry_store(&e, 0, 16, 0), "a store across two entries, empty or wider than 8: not applied");
+}
+
 static void escalation(void)
 {
     tap_ok(ulpt_pf_error_code(ULPT_KIND_W) == (1 | 2 | 4 | 256) &&
@@ -218,6 +256,8 @@ static const struct test_case core_tests[] = {
     { "R-DEL-1:frame", frame, 6 },
     { "R-MSR-2", msr_validation, 8 },
     { "R-COH-1:view-targets", view_targets, 4 },
+    { "R-COH-1:entry-store", entry_store, 5 },
+    { "R-TBL-1:line-masks", lines_denied, 2 },
     { "R-ESC-1", escalation, 1 },
 };
 
