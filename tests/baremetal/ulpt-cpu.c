@@ -580,50 +580,65 @@ static void coh1_fast_path(void)
           "R-COH-1 on the fast path: one view store denying writes applies to the next store (vec %lu cr2 %lx)", r, last_trap.cr2);
 }
 
-/* Change word 1 with one store, then access: the warm entry takes the new lines in place. */
+/*
+ * Change word 1 with one store, then access, all in one block (no code lookup in between):
+ * first a store of the current lines (the view page's TLB entry may be cold, and a store
+ * through QEMU's TLB fill drops the target's entries) and a load of the target (its entry
+ * warm), then the change, which the warm entry takes in place, and the access.
+ */
+struct lines_args { volatile uint64_t *entry; uint64_t before, after; uint64_t *target, *warm; };
 static void u_lines_then_write(void *v)
 {
-    struct view_args *a = v;
-    a->entry[1] = a->lines;
+    struct lines_args *a = v;
+    a->entry[1] = a->before;
+    *(volatile uint64_t *)a->warm = 0;     /* a store: an entry filled by a load may lack write */
+    a->entry[1] = a->after;
     *(volatile uint64_t *)a->target = 0x1234;
 }
 static void u_lines_then_read(void *v)
 {
-    struct view_args *a = v;
-    a->entry[1] = a->lines;
+    struct lines_args *a = v;
+    a->entry[1] = a->before;
+    (void)*(volatile uint64_t *)a->warm;
+    a->entry[1] = a->after;
     (void)*(volatile uint64_t *)a->target;
+}
+static void u_page_then_write(void *v)
+{
+    struct lines_args *a = v;
+    a->entry[1] = a->before;
+    *(volatile uint64_t *)a->warm = 0;
+    a->entry[0] = a->after;
+    *(volatile uint64_t *)a->target = 0x1234;
 }
 
 /*
- * R-COH-1 with the entry warm, for each way a view store changes a page with line rights: a
- * newly denied line, a line allowed again, a kind checked for the first time, page rights over
- * line rights, and NX over code translated from such a page.
+ * R-COH-1 with the entries warm (the view store updates the target's TLB entry in place), for
+ * each way a view store changes a page with line rights: a newly denied line, a line allowed
+ * again, a kind checked for the first time, page rights over line rights, and NX over code
+ * translated from such a page.
  */
 static void coh1_warm_lines(void)
 {
     uint8_t *pg = tp[6];
     volatile uint64_t *e = ulpt_view_entry(va(pg));
-    uint64_t r;
+    uint64_t r, *w0 = (uint64_t *)pg;
 
     fresh(0);
     ulpt_kset(va(pg), 0, ULPT_LINE_NW(3));
-    run_user_default(u_write8, pg);                              /* warm, both kinds */
-    run_user_default(u_read8, pg);
-    struct view_args v = { e, 0, ULPT_LINE_NW(3) | ULPT_LINE_NW(4), (uint64_t *)(pg + 4 * 128 + 16) };
+    struct lines_args v = { e, ULPT_LINE_NW(3), ULPT_LINE_NW(3) | ULPT_LINE_NW(4), (uint64_t *)(pg + 4 * 128 + 16), w0 };
     r = run_user_default(u_lines_then_write, &v);
     bm_ok(escalated(r, ULPT_KIND_W, va(pg) + 4 * 128 + 16),
           "R-COH-1 warm: a line denied by one store is denied at the next store (vec %lu cr2 %lx)", r, last_trap.cr2);
-    v = (struct view_args){ e, 0, 0, (uint64_t *)(pg + 3 * 128) };
+    v = (struct lines_args){ e, ULPT_LINE_NW(3) | ULPT_LINE_NW(4), 0, (uint64_t *)(pg + 3 * 128), w0 };
     bm_ok(run_user_default(u_lines_then_write, &v) == 0x80 && *(volatile uint64_t *)(pg + 3 * 128) == 0x1234,
           "R-COH-1 warm: lines allowed by one store are allowed at the next store");
-    v = (struct view_args){ e, 0, ULPT_LINE_NR(5), (uint64_t *)(pg + 5 * 128 + 8) };
+    v = (struct lines_args){ e, 0, ULPT_LINE_NR(5), (uint64_t *)(pg + 5 * 128 + 8), w0 };
     r = run_user_default(u_lines_then_read, &v);
     bm_ok(escalated(r, ULPT_KIND_R, va(pg) + 5 * 128 + 8),
           "R-COH-1 warm: the first read-denied line of a page is denied at the next load (vec %lu cr2 %lx)", r, last_trap.cr2);
-    ulpt_kset(va(pg), 0, ULPT_LINE_NR(5));
-    run_user_default(u_write8, pg);
-    struct view_args w = { e, ULPT_NW, ULPT_LINE_NR(5), (uint64_t *)(pg + 8) };
-    r = run_user_default(u_view_then_write, &w);
+    v = (struct lines_args){ e, ULPT_LINE_NR(5), ULPT_NW, (uint64_t *)(pg + 8), w0 };
+    r = run_user_default(u_page_then_write, &v);
     bm_ok(escalated(r, ULPT_KIND_W, va(pg) + 8),
           "R-COH-1 warm: page rights set by one store over line rights deny the next store (vec %lu cr2 %lx)", r, last_trap.cr2);
     ulpt_kset(va(tp[2]), 0, ULPT_LINE_NW(5));
