@@ -19,7 +19,7 @@ SUITES := $(wildcard tests/suites/*.sh tests/suites/*.py)
 # change rebuilds what includes it; -MP keeps a removed header from breaking the build.
 DEPFLAGS = -MMD -MP -MF $(@D)/.$(@F).d
 
-.PHONY: all deps qemu kernel initramfs libulpt watchlib run check test bench bench-quick install clean
+.PHONY: all deps qemu kernel initramfs libulpt watchlib run check check-qemu-bisect test bench bench-quick install clean
 all: qemu kernel initramfs libulpt watchlib
 
 # install-deps runs once, and again whenever it changes (it lists the packages): the stamp
@@ -174,6 +174,11 @@ run: all
 # and the duplicate finder. make test runs them as its first suite.
 check: qemu kernel
 	@tests/tap-run --summary scripts/check
+
+# Builds QEMU at every prefix of qemu/patches (each with its patches' target-ulpt files): the
+# series stays bisectable. About one full QEMU build plus the rebuilds; not part of make test.
+check-qemu-bisect: | deps
+	@scripts/check-qemu-bisect
 
 test: all $(UNIT_BINS) $(BM_IMAGES)
 	@tests/tap-run --summary scripts/check $(UNIT_TESTS) $(UNIT_BINS) $(SUITES)

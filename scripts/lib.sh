@@ -7,6 +7,25 @@ ulpt_cache() { echo "${ULPT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ulpt}"; }
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
 export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
 
+# QEMU's configure flags, one a line (scripts/build-qemu, scripts/check-qemu-bisect).
+qemu_configure_flags() {
+  printf '%s\n' --target-list=x86_64-softmmu --without-default-features \
+    --enable-tcg --enable-kvm --enable-virtfs --enable-attr --enable-cap-ng \
+    --enable-trace-backends=log --disable-docs --disable-werror \
+    --firmwarepath=/usr/share/qemu:/usr/share/seabios
+}
+# The pristine QEMU source (Debian's, patches applied) in the cache, or nothing.
+qemu_pristine() {
+  local d
+  d=$(ls -d "$(ulpt_cache)"/qemu/qemu-7.2*/ 2>/dev/null | head -n1 || true)
+  echo "${d%/}"
+}
+# Our QEMU files: qemu/files lists "PATCH FILE" (the patch of the series that adds FILE,
+# which is target-ulpt/FILE). Prints "PATCH FILE" lines.
+qemu_files() { # DIR (qemu/)
+  sed -e '/^#/d' -e '/^$/d' "$1/files"
+}
+
 # A patch series is DIR/series (one file name a line, # comments) and the files it names.
 series_patches() { sed -e '/^#/d' -e '/^$/d' "$1/series"; }
 # Hash of the upstream version and the series: a source tree is re-made when it changes.

@@ -3,8 +3,8 @@
  * validation.
  *
  * Plain C99 with no QEMU headers, so tests/unit can check it on the host.
- * The TCG glue (ulpt-tcg.c) supplies physical memory reads and acts on the
- * decisions.
+ * The TCG glue (ulpt-tlb.c, ulpt-deliver.c, ulpt-msr.c) supplies physical
+ * memory reads and acts on the decisions.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */

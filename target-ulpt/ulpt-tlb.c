@@ -1,7 +1,8 @@
 /*
- * ULPT in QEMU's TCG: the TLB-fill check, user-level delivery, UIRET and the
- * MSRs. The architecture is docs/spec.md; the decisions themselves are in
- * ulpt-core.c.
+ * ULPT in the TLB (docs/spec.md sections 4 and 5): x86_cpu_tlb_fill asks
+ * ulpt_tlb_fill after a successful page walk at CPL 3, and QEMU's slow path
+ * asks ulpt_tlb_check for pages whose entries carry TLB_CHECK. The decisions
+ * themselves are in ulpt-core.c.
  *
  * How it stays fast:
  * - Pages with an empty entry get an ordinary TLB entry: no cost after the
@@ -10,12 +11,14 @@
  *   removed from prot, so allowed accesses stay on the fast path and denied
  *   ones miss into tlb_fill.
  * - Pages with line rights get a page entry that keeps the ULPT entry
- *   (ULPT_TLB_ENTRY_EXTRA) and sets TLB_CHECK (our accel/tcg patch) for each
- *   kind that some line denies: that kind leaves the inline fast path, and
- *   QEMU's slow path asks ulpt_tlb_check, which answers from the entry with
- *   no miss, refill or walk. A kind no line denies stays inline (the usual
- *   write watchpoint's page keeps its loads fast). Flushes (CR3, INVLPG,
- *   view stores) clear the entry along with its rights.
+ *   (ULPT_TLB_ENTRY_EXTRA) and sets TLB_CHECK for each kind that some line
+ *   denies, with the per-line masks (check_pass) that let the generated code
+ *   make accesses to allowed lines itself; only an access to a denied line
+ *   reaches ulpt_tlb_check, which answers from the entry with no miss, refill
+ *   or walk. A kind no line denies stays on the fast path (the usual write
+ *   watchpoint's page keeps its loads fast).
+ * - A store to the view updates the target page's entry from the stored
+ *   value, as a hardware TLB would (view_store).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -23,36 +26,17 @@
 #include "cpu.h"
 #include "exec/exec-all.h"
 #include "exec/cpu_ldst.h"
-#include "exec/helper-proto.h"
 #include "exec/address-spaces.h"
 #include "exec/memory.h"
 #include "hw/core/cpu.h"
 #include "tcg/helper-tcg.h"
 #include "svm.h"
 #include "ulpt-core.h"
-#include "ulpt-qemu.h"
+#include "ulpt-tlb.h"
 #include "trace.h"
 
 /* CPL 3 accesses use one of two MMU indexes (64-bit and compatibility mode). */
 #define ULPT_USER_IDXMAP ((1 << MMU_USER64_IDX) | (1 << MMU_USER32_IDX))
-
-/*
- * UIRET restores the RFLAGS bits that POPF may change at CPL 3.
- * cpu_load_eflags takes the arithmetic flags and DF from its value argument
- * whatever the mask; the mask names only the bits QEMU keeps in env->eflags
- * (arithmetic flags left there would come back at the next
- * cpu_compute_eflags), as in helper_iret.
- */
-#define ULPT_UIRET_FLAGS (TF_MASK | NT_MASK | AC_MASK | ID_MASK)
-
-/*
- * Width of linear addresses in the current paging mode: canonical checks
- * follow it.
- */
-static unsigned va_bits(CPUX86State *env)
-{
-    return (env->cr[4] & CR4_LA57_MASK) ? 57 : 48;
-}
 
 static unsigned kind_of(MMUAccessType type)
 {
@@ -509,181 +493,6 @@ bool ulpt_tlb_fill(CPUState *cs, vaddr addr, int size, MMUAccessType type,
     } else {
         install(cs, mmu_idx, addr, paddr, prot, TARGET_PAGE_BITS,
                 ULPT_TLB_LINES, &e);
-    }
-    return true;
-}
-
-void ulpt_probe_range(CPUX86State *env, vaddr addr, unsigned size,
-                      MMUAccessType type, uintptr_t ra)
-{
-    CPUTLBCommon *split = &env_tlb(env)->c;
-    int mmu_idx = cpu_mmu_index(env, false);
-
-    /* A violation in any page reports the whole access (see violation()). */
-    split->split_addr = addr;
-    split->split_ra = ra;
-    split->split_size = size;
-    while (size) {
-        unsigned n = MIN(size, TARGET_PAGE_SIZE - (addr & ~TARGET_PAGE_MASK));
-
-        probe_access(env, addr, n, type, mmu_idx, ra);
-        addr += n;
-        size -= n;
-    }
-    split->split_size = 0;
-}
-
-/*
- * Wide SSE/AVX accesses (translate.c): desc is size | store << 8 |
- * aligned << 9.
- */
-void helper_ulpt_probe(CPUX86State *env, target_ulong addr, uint32_t desc)
-{
-    unsigned size = desc & 0xff;
-    MMUAccessType type = (desc & (1 << 8)) ? MMU_DATA_STORE : MMU_DATA_LOAD;
-
-    if ((desc & (1 << 9)) && (addr & (size - 1))) {
-        return;                         /* the alignment #GP comes first */
-    }
-    ulpt_probe(env, addr, size, type, GETPC());
-}
-
-void ulpt_deliver(CPUX86State *env)
-{
-    CPUState *cs = env_cpu(env);
-    uint64_t rsp = env->regs[R_ESP];
-    uint64_t base = ulpt_frame_base(rsp, env->ulpt.stkadj);
-    uint64_t w[ULPT_FRAME_WORDS];
-    UlptFrame f = {
-        .addr = env->ulpt.fault_addr,
-        .info = env->ulpt.fault_info,
-        .entry0 = env->ulpt.fault_entry0,
-        .entry1 = env->ulpt.fault_entry1,
-        .rip = env->eip,
-        .rflags = cpu_compute_eflags(env),
-        .rsp = rsp,
-        .start = env->ulpt.fault_start,
-    };
-
-    ulpt_event(env);
-    ulpt_frame_encode(&f, w);
-    /*
-     * A fault here is the ordinary #PF of the push, with nothing changed
-     * (R-DEL-2).
-     */
-    env->ulpt.frame_access = true;
-    for (int i = 0; i < ULPT_FRAME_WORDS; i++) {
-        cpu_stq_mmuidx_ra(env, base + 8 * i, w[i], MMU_USER64_IDX, 0);
-    }
-    env->ulpt.frame_access = false;
-    env->regs[R_ESP] = base;
-    env->eip = env->ulpt.handler;
-    env->eflags &= ~(RF_MASK | TF_MASK);
-    env->ulpt.status |= ULPT_STATUS_IN_HANDLER;
-    env->ulpt_stats.deliveries++;
-    trace_ulpt_deliver(cs->cpu_index, f.addr, f.rip, base, env->ulpt.handler);
-}
-
-void ulpt_event(CPUX86State *env)
-{
-    env->hflags &= ~HF_ULPT_PERMIT_MASK;
-    env->ulpt.frame_access = false;
-    env->ulpt.sync_step = false;
-}
-
-void helper_ulpt_uiret(CPUX86State *env)
-{
-    uintptr_t ra = GETPC();
-    uint64_t w[ULPT_FRAME_WORDS];
-    UlptFrame f;
-
-    if (!(env->features[FEAT_7_0_EDX] & CPUID_7_0_EDX_ULPT) ||
-        !ulpt_enabled(env)) {
-        raise_exception_ra(env, EXCP06_ILLOP, ra);
-    }
-    if ((env->hflags & HF_CPL_MASK) != 3 || !(env->hflags & HF_CS64_MASK) ||
-        !(env->ulpt.status & ULPT_STATUS_IN_HANDLER)) {
-        raise_exception_err_ra(env, EXCP0D_GPF, 0, ra);
-    }
-    env->ulpt.frame_access = true;
-    for (int i = 0; i < ULPT_FRAME_WORDS; i++) {
-        w[i] = cpu_ldq_mmuidx_ra(env, env->regs[R_ESP] + 8 * i,
-                                 MMU_USER64_IDX, ra);
-    }
-    env->ulpt.frame_access = false;
-    ulpt_frame_decode(w, &f);
-    if (!ulpt_canonical(f.rip, va_bits(env))) {
-        raise_exception_err_ra(env, EXCP0D_GPF, 0, ra);
-    }
-    env->eip = f.rip;
-    env->regs[R_ESP] = f.rsp;
-    cpu_load_eflags(env, f.rflags, ULPT_UIRET_FLAGS);
-    env->ulpt.status &= ~ULPT_STATUS_IN_HANDLER;
-    if (f.info & ULPT_INFO_PERMIT) {
-        /*
-         * R-RET-2: the next instruction runs alone (see translate.c) with
-         * these kinds let through, and interrupts wait for it, as after STI.
-         */
-        env->ulpt.permit_kinds = ULPT_INFO_KIND(f.info) |
-                                 ULPT_INFO_PERMITTED(f.info);
-        env->hflags |= HF_ULPT_PERMIT_MASK | HF_INHIBIT_IRQ_MASK;
-    }
-    env->ulpt_stats.returns++;
-    trace_ulpt_uiret(env_cpu(env)->cpu_index, f.rip, f.rsp,
-                     (env->hflags & HF_ULPT_PERMIT_MASK) ?
-                     env->ulpt.permit_kinds : 0);
-}
-
-bool ulpt_msr_access(CPUX86State *env, uint32_t msr, uint64_t *val,
-                     bool is_write)
-{
-    CPUState *cs = env_cpu(env);
-    uint64_t *reg;
-    bool flush = false;         /* R-MSR-3: the write discards cached rights */
-
-    if (!(env->features[FEAT_7_0_EDX] & CPUID_7_0_EDX_ULPT)) {
-        return false;
-    }
-    switch (msr) {
-    case MSR_ULPT_CTL:
-        reg = &env->ulpt.ctl;
-        flush = true;
-        break;
-    case MSR_ULPT_ROOT:
-        reg = &env->ulpt.root;
-        flush = true;
-        break;
-    case MSR_ULPT_VIEW:
-        reg = &env->ulpt.view;
-        flush = true;
-        break;
-    case MSR_ULPT_HANDLER:
-        reg = &env->ulpt.handler;
-        break;
-    case MSR_ULPT_STKADJ:
-        reg = &env->ulpt.stkadj;
-        break;
-    case MSR_ULPT_STATUS:
-        reg = &env->ulpt.status;
-        break;
-    default:
-        return false;
-    }
-    if (!is_write) {
-        *val = *reg;
-        return true;
-    }
-    if (!ulpt_msr_write_ok(msr, *val, env_archcpu(env)->phys_bits,
-                           va_bits(env))) {
-        return false;
-    }
-    trace_ulpt_msr_write(cs->cpu_index, msr, *val);
-    *reg = *val;
-    if (msr == MSR_ULPT_CTL) {
-        ulpt_update_hflags(env);
-    }
-    if (flush) {
-        tlb_flush(cs);
     }
     return true;
 }

@@ -1,0 +1,71 @@
+/*
+ * The accelerator-independent parts of the ULPT state: `info registers` and
+ * migration.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "qemu/osdep.h"
+#include "qemu/qemu-print.h"
+#include "cpu.h"
+#include "ulpt-qemu.h"
+#ifndef CONFIG_USER_ONLY
+#include "migration/vmstate.h"
+#endif
+
+static bool ulpt_in_use(CPUX86State *env)
+{
+    const UlptState *u = &env->ulpt;
+
+    return u->ctl || u->root || u->view || u->handler || u->stkadj || u->status;
+}
+
+void ulpt_dump_state(CPUX86State *env, FILE *f)
+{
+    int permit = (env->hflags & HF_ULPT_PERMIT_MASK) ?
+                 (int)env->ulpt.permit_kinds : 0;
+
+    if (!ulpt_in_use(env)) {
+        return;
+    }
+    qemu_fprintf(f, "ULPT CTL=%016" PRIx64 " ROOT=%016" PRIx64
+                 " VIEW=%016" PRIx64 "\n"
+                 "ULPT HANDLER=%016" PRIx64 " STKADJ=%04" PRIx64
+                 " STATUS=%" PRIx64 " PERMIT=%d\n",
+                 env->ulpt.ctl, env->ulpt.root, env->ulpt.view,
+                 env->ulpt.handler, env->ulpt.stkadj, env->ulpt.status,
+                 permit);
+}
+
+#ifndef CONFIG_USER_ONLY
+/*
+ * Sent only when ULPT is in use, so other guests stay migratable to a stock
+ * QEMU.
+ */
+static bool ulpt_vmstate_needed(void *opaque)
+{
+    return ulpt_in_use(&X86_CPU(opaque)->env);
+}
+
+static int ulpt_post_load(void *opaque, int version_id)
+{
+    ulpt_update_hflags(&X86_CPU(opaque)->env);
+    return 0;
+}
+
+const VMStateDescription vmstate_ulpt = {
+    .name = "cpu/ulpt",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = ulpt_vmstate_needed,
+    .post_load = ulpt_post_load,
+    .fields = (VMStateField[]) {
+        VMSTATE_UINT64(env.ulpt.ctl, X86CPU),
+        VMSTATE_UINT64(env.ulpt.root, X86CPU),
+        VMSTATE_UINT64(env.ulpt.view, X86CPU),
+        VMSTATE_UINT64(env.ulpt.handler, X86CPU),
+        VMSTATE_UINT64(env.ulpt.stkadj, X86CPU),
+        VMSTATE_UINT64(env.ulpt.status, X86CPU),
+        VMSTATE_END_OF_LIST()
+    }
+};
+#endif
