@@ -111,9 +111,19 @@ int main(void)
 		return 1;
 	}
 	b = ulpt_backend_name(ulpt_backend());
-	page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	/*
+	 * The changed page is the middle one of a populated 16-page mapping, as a watched page
+	 * lies in a larger one (guest/ulpt-bench.c says why it matters for mprotect).
+	 */
+	char *map = mmap(NULL, 16 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	watched = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	page[0] = watched[0] = 1;
+	if (map == MAP_FAILED || watched == MAP_FAILED) {
+		perror("mmap");
+		return 1;
+	}
+	memset(map, 1, 16 * 4096);
+	page = map + 8 * 4096;
+	watched[0] = 1;
 	int ulpt = ulpt_backend() == ULPT_BACKEND_ULPT;
 	long nc = ulpt ? 200000 : 4000, nt = ulpt ? 20000 : 2000;
 
