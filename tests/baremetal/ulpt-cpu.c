@@ -501,6 +501,25 @@ static void tbl1_inline_lines(void)
 }
 
 /*
+ * What tests/suites/gdbstub.sh watches through QEMU's gdbstub: a store to an allowed line of a
+ * page whose line 31 denies writes, with the page's entry warm (so the store would take QEMU's
+ * inline line check, were the gdbstub's watchpoint not there). Alone, it only checks the store.
+ */
+uint8_t gdb_page[PAGE] __attribute__((aligned(4096)));
+static void tbl1_gdbstub_target(void)
+{
+    struct acc_args warm = { gdb_page, 8 }, watched = { gdb_page + 8, 8 };
+
+    fresh(0);
+    ulpt_kset(va(gdb_page), 0, ULPT_LINE_NW(31));
+    run_user_default(u_store, &warm);
+    run_user_default(u_store, &warm);
+    bm_ok(run_user_default(u_store, &watched) == 0x80 && *(volatile uint64_t *)(gdb_page + 8) == 8,
+          "the store the gdbstub test watches (8 bytes at gdb_page+8) is made");
+    ulpt_kset(va(gdb_page), 0, 0);
+}
+
+/*
  * Accesses that straddle an allowed and a denied line of a warm entry, in both directions:
  * delivered with the whole access and its first denied byte, nothing of a store made first.
  */
@@ -1201,6 +1220,7 @@ static const struct test_case ulpt_tests[] = {
     { "R-TBL-1:fast-path", tbl1_fast_path, 4 },
     { "R-TBL-1:empty-entry", tbl1_empty_entry, 1 },
     { "R-TBL-1:inline", tbl1_inline_lines, 4 },
+    { "gdbstub-target", tbl1_gdbstub_target, 1 },   /* for tests/suites/gdbstub.sh */
     { "R-TBL-2", tbl2_malformed, 3 },
     { "R-COH-1", coh1_view_store, 5 },
     { "R-COH-1:fast-path", coh1_fast_path, 4 },
