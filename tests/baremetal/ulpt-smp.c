@@ -12,26 +12,44 @@
 #include "bm.h"
 
 static uint8_t tp[PAGE] __attribute__((aligned(4096)));
-static uint8_t tr[PAGE] __attribute__((aligned(4096)));       /* the read phase's page */
-static volatile uint64_t phase, r_iters, r_revoked, r_result, r_fault_addr;
+static volatile uint64_t phase;
 static uint8_t ap_ustack[4 * PAGE] __attribute__((aligned(16)));
 static volatile uint64_t ap_iters, revoked, ap_result, ap_fault_addr, ap_fault_seen;
 
-static uint8_t ti[PAGE] __attribute__((aligned(4096)));       /* the inline phase's page */
-static volatile uint64_t i_iters, i_revoked, i_result, i_fault_addr;
+/*
+ * The read phases (phase 2 and 3): CPU 1 keeps reading line 0 of `page` until CPU 0 denies
+ * it with one view store (word 1 becomes `revoke`) and raises `revoked`.
+ */
+struct read_phase {
+    uint8_t *page;
+    uint64_t revoke;
+    volatile uint64_t iters, revoked, result, fault_addr;
+};
+static uint8_t tr[PAGE] __attribute__((aligned(4096)));
+static uint8_t ti[PAGE] __attribute__((aligned(4096)));
+static struct read_phase read_phases[2] = {
+    { .page = tr, .revoke = ULPT_LINE_NW(31) | ULPT_LINE_NR(0) },   /* 2: QEMU's fast path */
+    { .page = ti, .revoke = ULPT_LINE_NR(31) | ULPT_LINE_NR(0) },   /* 3: the inline check */
+};
 static uint8_t ap_ustack2[4 * PAGE] __attribute__((aligned(16)));
 
-static void ap_read_loop(void);
-static void ap_inline_loop(void);
+static void ap_read_loop(struct read_phase *p);
+
+/* The read phase running now, if any. */
+static struct read_phase *read_phase_now(void)
+{
+    uint64_t ph = phase;
+
+    return ph == 2 || ph == 3 ? &read_phases[ph - 2] : 0;
+}
 
 /* Parked at CPL 3 after the write (or inline) phase, until the next phase starts. */
 static void ap_park(void)
 {
     for (;;) {
-        if (phase == 2)
-            ap_read_loop();
-        if (phase == 3)
-            ap_inline_loop();
+        struct read_phase *p = read_phase_now();
+        if (p)
+            ap_read_loop(p);
         asm volatile("pause");
     }
 }
@@ -42,39 +60,26 @@ static void ap_park_for_good(void)
         asm volatile("pause");
 }
 
-static void ap_read_loop(void)
+static void ap_read_loop(struct read_phase *p)
 {
-    volatile uint64_t *t = (volatile uint64_t *)tr;
+    volatile uint64_t *t = (volatile uint64_t *)p->page;
     for (;;) {
-        uint64_t r = r_revoked;
+        uint64_t r = p->revoked;
         (void)*t;
-        r_iters++;
+        p->iters++;
         if (r) {
-            r_result = 2;               /* a read succeeded after the flag was seen */
+            p->result = 2;              /* a read succeeded after the flag was seen */
             ap_park_for_good();
         }
     }
 }
 
-/* Reads of an allowed line of a page whose line 31 denies reads: the inline line check. */
-static void ap_inline_loop(void)
+/* After a read phase's fault: wait for the phase to end, then park (never retry the read). */
+static void ap_read_done(void)
 {
-    volatile uint64_t *t = (volatile uint64_t *)ti;
-    for (;;) {
-        uint64_t r = i_revoked;
-        (void)*t;
-        i_iters++;
-        if (r) {
-            i_result = 2;               /* a read succeeded after the flag was seen */
-            ap_park_for_good();
-        }
-    }
-}
+    uint64_t ph = phase;
 
-/* After the inline phase's fault: wait for it to end, then park (never retry the access). */
-static void ap_inline_done(void)
-{
-    while (phase == 3)
+    while (phase == ph)
         asm volatile("pause");
     ap_park();
 }
@@ -82,18 +87,15 @@ static void ap_inline_done(void)
 /* CPU 1's handler: record the fault and park (never retry the access). */
 void ulpt_handler(uint64_t *f)
 {
-    if (phase == 3) {
-        i_fault_addr = f[ULPT_FRAME_ADDR];
-        i_result = 1;
-        f[ULPT_FRAME_RIP] = (uint64_t)ap_inline_done; /* on a stack of its own, call-aligned */
-        f[ULPT_FRAME_RSP] = (uint64_t)ap_ustack2 + sizeof(ap_ustack2) - 8;
-        return;
-    }
-    if (phase == 2) {
-        r_fault_addr = f[ULPT_FRAME_ADDR];
-        r_result = 1;
-        f[ULPT_FRAME_RIP] = (uint64_t)ap_park_for_good;
-        return;
+    for (int i = 0; i < 2; i++) {
+        struct read_phase *p = &read_phases[i];
+        if ((f[ULPT_FRAME_ADDR] & ~(PAGE - 1)) == (uint64_t)p->page) {
+            p->fault_addr = f[ULPT_FRAME_ADDR];
+            p->result = 1;
+            f[ULPT_FRAME_RIP] = (uint64_t)ap_read_done;  /* on a stack of its own, call-aligned */
+            f[ULPT_FRAME_RSP] = (uint64_t)ap_ustack2 + sizeof(ap_ustack2) - 8;
+            return;
+        }
     }
     ap_fault_addr = f[ULPT_FRAME_ADDR];
     ap_result = 1;
@@ -104,10 +106,9 @@ static void ap_user(void *p)
 {
     volatile uint64_t *t = p;
     for (;;) {
-        if (phase == 2)                 /* the read phase, run alone (without the write phase) */
-            ap_read_loop();
-        if (phase == 3)                 /* the inline phase, run alone */
-            ap_inline_loop();
+        struct read_phase *rp = read_phase_now();
+        if (rp)                         /* a read phase, run alone (without the write phase) */
+            ap_read_loop(rp);
         uint64_t r = revoked;
         *t = r;
         ap_iters++;
@@ -146,18 +147,12 @@ static void bsp_locked_view_rmw(void *p)
     asm volatile("lock orq %1, %0" : "+m"(ulpt_view_entry((uint64_t)tp)[1]) : "r"(ULPT_LINE_NR(9)) : "memory");
 }
 
-static void bsp_revoke_read(void *p)
+static void bsp_revoke_read(void *v)
 {
-    (void)p;
-    ulpt_view_entry((uint64_t)tr)[1] = ULPT_LINE_NW(31) | ULPT_LINE_NR(0);  /* one store */
-    r_revoked = 1;
-}
+    struct read_phase *p = v;
 
-static void bsp_revoke_inline(void *p)
-{
-    (void)p;
-    ulpt_view_entry((uint64_t)ti)[1] = ULPT_LINE_NR(31) | ULPT_LINE_NR(0);  /* one store */
-    i_revoked = 1;
+    ulpt_view_entry((uint64_t)p->page)[1] = p->revoke;   /* one store */
+    p->revoked = 1;
 }
 
 static int wait_until(volatile uint64_t *v, uint64_t min)
@@ -203,34 +198,35 @@ static void coh2_write(void)
           ap_result, ap_fault_addr);
 }
 
+/*
+ * A read phase: CPU 1 reads line 0 of a page whose word 1 is `lines`, CPU 0 denies that line
+ * with one view store, and CPU 1's next read after the flag must fault.
+ */
+static void read_phase_test(uint64_t n, uint64_t lines, const char *what)
+{
+    struct read_phase *p = &read_phases[n - 2];
+
+    ensure_ap();
+    ulpt_kset((uint64_t)p->page, 0, lines);
+    phase = n;
+    bm_ok(wait_until(&p->iters, 100000), "CPU 1 reads line 0 of %s (%lu reads)", what, p->iters);
+    bm_ok(run_user_default(bsp_revoke_read, p) == 0x80, "CPU 0 denied reads of that line from CPL 3 and raised the flag");
+    wait_until(&p->result, 1);
+    bm_ok(p->result == 1 && p->fault_addr == (uint64_t)p->page,
+          "R-COH-2 on %s: CPU 1's next read after seeing the flag faulted (result %lu, fault at %lx)",
+          what, p->result, p->fault_addr);
+}
+
 /* The same for reads on QEMU's fast path (a page whose lines deny writes only). */
 static void coh2_fast_path(void)
 {
-    ensure_ap();
-    ulpt_kset((uint64_t)tr, 0, ULPT_LINE_NW(31));     /* loads from tr stay on the fast path */
-    phase = 2;
-    bm_ok(wait_until(&r_iters, 100000), "CPU 1 reads a page whose lines deny writes only (%lu reads)", r_iters);
-    bm_ok(run_user_default(bsp_revoke_read, 0) == 0x80, "CPU 0 denied reads of a line from CPL 3 and raised the flag");
-    wait_until(&r_result, 1);
-    bm_ok(r_result == 1 && r_fault_addr == (uint64_t)tr,
-          "R-COH-2 on the fast path: CPU 1's next read after seeing the flag faulted (result %lu, fault at %lx)",
-          r_result, r_fault_addr);
+    read_phase_test(2, ULPT_LINE_NW(31), "a page whose lines deny writes only (QEMU's fast path)");
 }
 
 /* The same for a line the generated code checks itself (QEMU's inline line check). */
 static void coh2_inline(void)
 {
-    ensure_ap();
-    ulpt_kset((uint64_t)ti, 0, ULPT_LINE_NR(31));     /* loads from line 0 pass inline */
-    phase = 3;
-    bm_ok(wait_until(&i_iters, 100000), "CPU 1 reads an allowed line of a page whose line 31 denies reads (%lu reads)",
-          i_iters);
-    bm_ok(run_user_default(bsp_revoke_inline, 0) == 0x80, "CPU 0 denied reads of that line from CPL 3 and raised the flag");
-    wait_until(&i_result, 1);
-    bm_ok(i_result == 1 && i_fault_addr == (uint64_t)ti,
-          "R-COH-2 on the inline check: CPU 1's next read after seeing the flag faulted (result %lu, fault at %lx)",
-          i_result, i_fault_addr);
-    phase = 0;
+    read_phase_test(3, ULPT_LINE_NR(31), "a page whose line 31 denies reads (QEMU's inline line check)");
 }
 
 /* CPU 1 is at CPL 3, sharing the table: locked RMWs on the view must complete. */
