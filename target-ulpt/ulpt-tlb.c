@@ -81,6 +81,10 @@ static void lines_check(CPUTLBEntryFull *full)
     uint32_t deny_r, deny_w;
 
     if (full->ulpt_kind != ULPT_TLB_LINES) {
+        /* An ordinary entry checks nothing; the view's stores stay checked. */
+        if (full->ulpt_kind == ULPT_TLB_NONE) {
+            full->prot &= ~(PAGE_READ_CHECK | PAGE_WRITE_CHECK);
+        }
         full->check_pass[0] = full->check_pass[1] = 0;
         return;
     }
@@ -242,9 +246,6 @@ static bool lines_update(CPUTLBEntryFull *full, void *opaque)
     }
     full->ulpt_lines = e->lines;
     full->ulpt_kind = e->lines ? ULPT_TLB_LINES : ULPT_TLB_NONE;
-    if (full->ulpt_kind == ULPT_TLB_NONE) {
-        full->prot &= ~(PAGE_READ_CHECK | PAGE_WRITE_CHECK);
-    }
     lines_check(full);
     return true;
 }
@@ -259,28 +260,27 @@ static void page_update(CPUState *cs, int mmu_idx, uint64_t page,
 {
     CPUX86State *env = cs->env_ptr;
     CPUTLBEntry *te = tlb_entry(env, mmu_idx, page);
-    CPUTLBEntryFull *full =
+    const CPUTLBEntryFull *full =
         &env_tlb(env)->d[mmu_idx].fulltlb[tlb_index(env, mmu_idx, page)];
-    CPUTLBEntryFull old;
 
     /*
      * Only an entry of this page at its own index is installed again: that
      * index is not the view page's, whose entry the store in progress uses.
+     * Anything else (a victim-TLB copy, a sub-page or view entry) is dropped.
      */
-    if (!tlb_hit_page(te->addr_read, page) &&
-        !tlb_hit_page(tlb_addr_write(te), page) &&
-        !tlb_hit_page(te->addr_code, page)) {
+    if ((tlb_hit_page(te->addr_read, page) ||
+         tlb_hit_page(tlb_addr_write(te), page) ||
+         tlb_hit_page(te->addr_code, page)) &&
+        (full->ulpt_kind == ULPT_TLB_NONE ||
+         full->ulpt_kind == ULPT_TLB_LINES) &&
+        full->lg_page_size >= TARGET_PAGE_BITS) {
+        /* install() reads these before tlb_set_page_full overwrites *full. */
+        install(cs, mmu_idx, page, full->phys_addr, full->ulpt_prot,
+                full->lg_page_size,
+                e->lines ? ULPT_TLB_LINES : ULPT_TLB_NONE, e);
+    } else {
         tlb_flush_page_entry_by_mmuidx(cs, page, 1 << mmu_idx, false);
-        return;
     }
-    old = *full;
-    if ((old.ulpt_kind != ULPT_TLB_NONE && old.ulpt_kind != ULPT_TLB_LINES) ||
-        old.lg_page_size < TARGET_PAGE_BITS) {
-        tlb_flush_page_entry_by_mmuidx(cs, page, 1 << mmu_idx, false);
-        return;
-    }
-    install(cs, mmu_idx, page, old.phys_addr, old.ulpt_prot, old.lg_page_size,
-            e->lines ? ULPT_TLB_LINES : ULPT_TLB_NONE, e);
 }
 
 /*
