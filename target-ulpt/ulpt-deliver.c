@@ -10,6 +10,7 @@
 #include "exec/cpu_ldst.h"
 #include "exec/helper-proto.h"
 #include "tcg/helper-tcg.h"
+#include "tcg/tcg.h"
 #include "ulpt-core.h"
 #include "ulpt-deliver.h"
 #include "trace.h"
@@ -57,6 +58,19 @@ void ulpt_deliver(CPUX86State *env)
     env->ulpt.status |= ULPT_STATUS_IN_HANDLER;
     env->ulpt_stats.deliveries++;
     trace_ulpt_deliver(cs->cpu_index, f.addr, f.rip, base, env->ulpt.handler);
+}
+
+/*
+ * The end of a permitted instruction's block (translate.c): the next block
+ * through the lookup, as after a jump, unless an interrupt waits; it was
+ * held for the instruction (HF_INHIBIT_IRQ), so the main loop takes it.
+ */
+const void *helper_ulpt_next_tb(CPUX86State *env)
+{
+    if (qatomic_read(&env_cpu(env)->interrupt_request)) {
+        return tcg_code_gen_epilogue;
+    }
+    return helper_lookup_tb_ptr(env);
 }
 
 void ulpt_event(CPUX86State *env)

@@ -1,6 +1,5 @@
 /*
- * User-level delivery and the end of a permit (ulpt-deliver.c), from
- * x86_cpu_do_interrupt.
+ * User-level delivery and the end of a permit (ulpt-deliver.c).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -9,7 +8,10 @@
 
 #include "ulpt-qemu.h"
 
-/* EXCP_ULPT from x86_cpu_do_interrupt: push the frame, enter the handler. */
+/*
+ * A violation for the handler, with the faulting instruction's state
+ * restored: push the frame, enter the handler.
+ */
 void ulpt_deliver(CPUX86State *env);
 /* Every exception or interrupt delivery: ends a permit and any frame access. */
 void ulpt_event(CPUX86State *env);

@@ -32,6 +32,7 @@
 #include "tcg/helper-tcg.h"
 #include "svm.h"
 #include "ulpt-core.h"
+#include "ulpt-deliver.h"
 #include "ulpt-tlb.h"
 #include "trace.h"
 
@@ -175,8 +176,16 @@ static bool violation(CPUState *cs, vaddr addr, vaddr acc, unsigned size,
     env->ulpt.fault_entry1 = malformed ? 0 : e->lines;
     if (env->ulpt.handler && !(env->ulpt.status & ULPT_STATUS_IN_HANDLER) &&
         (env->hflags & HF_CS64_MASK)) {
-        cs->exception_index = EXCP_ULPT;
-        cpu_loop_exit_restore(cs, ra);
+        /*
+         * Deliver from here, as hardware would, not through an exception
+         * (cpu_handle_exception, the BQL, do_interrupt): the faulting
+         * instruction's state once, the frame, then the handler's block.
+         * A fault on the frame is the #PF of the push (R-DEL-2), raised by
+         * ulpt_deliver with that state.
+         */
+        cpu_restore_state(cs, ra);
+        ulpt_deliver(env);
+        cpu_loop_exit(cs);
     }
     err = ulpt_pf_error_code(kind);
     env->ulpt_stats.escalations++;
@@ -479,6 +488,20 @@ bool ulpt_tlb_fill(CPUState *cs, vaddr addr, int size, MMUAccessType type,
     env->ulpt_stats.checks++;
     reason = ulpt_check(&e, malformed, kind, addr & ~TARGET_PAGE_MASK, size,
                         &bad);
+    if (reason == ULPT_REASON_LINE) {
+        /*
+         * The page's line entry, as for an allowed access: this access, and
+         * the permitted one after the handler, are decided from it by
+         * ulpt_tlb_check (TLB_CHECK), with no further walk.
+         */
+        install(cs, mmu_idx, addr, paddr, prot, TARGET_PAGE_BITS,
+                ULPT_TLB_LINES, &e);
+        if (!(kind & permitted_kinds(env))) {
+            return violation(cs, (addr & TARGET_PAGE_MASK) | bad, addr, size,
+                             kind, reason, &e, probe, ra);
+        }
+        return true;
+    }
     if (reason) {
         if (!(kind & permitted_kinds(env))) {
             return violation(cs, (addr & TARGET_PAGE_MASK) | bad, addr, size,
