@@ -72,6 +72,9 @@ static void hreset(int action)
                      :: "r"(p), ##__VA_ARGS__ : "memory", "cc");                \
     }
 USER_INSN(u_write8, "movq $0x55, (%0)")
+/* The same write, then a labelled next instruction (where a trap after it reports). */
+USER_INSN(u_write8_next, "movq $0x55, (%0)\n.globl u_write8_next_after\nu_write8_next_after: nop")
+extern char u_write8_next_after[];
 USER_INSN(u_read8, "movq (%0), %%rax", "a"(0))
 USER_INSN(u_write1, "movb $0x66, (%0)")
 USER_INSN(u_add, "addq $1, (%0)")
@@ -1140,6 +1143,25 @@ static void ret1_flags(void)
           "R-RET-1: after UIRET, cld and test set DF ZF SF CF exactly (rflags %lx)", flags_exact);
 }
 
+/* TF restored by UIRET traps after the instruction it returns to, as after IRET: the
+   permitted write is made, then #DB reports the next instruction (UIRET goes on to the next
+   block through a lookup, which must still find the single-stepping one). */
+static void ret1_tf(void)
+{
+    uint64_t r;
+
+    fresh((uint64_t)ulpt_entry);
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(0));
+    *(volatile uint64_t *)tp[3] = 0;
+    hreset(ACT_SETFLAGS);
+    hflags = 0x100;                     /* TF */
+    r = run_user_default(u_write8_next, tp[3]);
+    bm_ok(r == 1 && hcount == 1 && *(volatile uint64_t *)tp[3] == 0x55 &&
+          last_trap.rip == (uint64_t)u_write8_next_after,
+          "R-RET-1: TF restored by UIRET traps after the permitted write (trap %lu at %lx, %d deliveries)",
+          r, last_trap.rip, hcount);
+}
+
 /* A permit lets the instruction through once; each execution faults again. */
 static void ret2_permit_once(void)
 {
@@ -1245,6 +1267,7 @@ static const struct test_case ulpt_tests[] = {
     { "R-ESC-1", esc1_in_handler, 2 },
     { "R-RET-1:faults", ret1_faults, 4 },
     { "R-RET-1:flags", ret1_flags, 2 },
+    { "R-RET-1:tf", ret1_tf, 1 },
     { "R-RET-2", ret2_permit_once, 2 },
     { "R-RET-2:rep", ret2_rep, 1 },
     { "R-RET-3", ret3_rmw, 3 },
