@@ -108,7 +108,7 @@ $(B)/examples/%: examples/%.c libulpt/include/ulpt.h $(LB)/libulpt.so
 $(B)/examples/%: examples/demo/%.c
 	@mkdir -p $(@D)
 	$(CC) -O0 -g -Wall -Wextra -Werror -o $@ $<
-$(B)/bench/%: bench/%.c libulpt/include/ulpt.h $(LB)/libulpt.so
+$(B)/bench/%: bench/%.c bench/raw-stub.h libulpt/include/ulpt.h $(LB)/libulpt.so
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -Wall -Wextra -Werror -Ilibulpt/include -Iinclude -o $@ $< -L$(LB) -lulpt -lpthread '-Wl,-rpath,$$ORIGIN/../libulpt'
 LIBULPT := $(patsubst bench/%.c,$(B)/bench/%,$(wildcard bench/*.c)) $(LB)/libulpt.a $(LB)/libulpt.so $(patsubst libulpt/test/%.c,$(LB)/test/%,$(wildcard libulpt/test/*.c)) \

@@ -27,8 +27,7 @@
 #include <unistd.h>
 #include <ulpt.h>
 #include <ulpt/arch.h>
-
-#define ARCH_ULPT_SET_HANDLER 0x6003     /* docs/linux-api.md */
+#include "raw-stub.h"
 
 static uint64_t now_ns(void)
 {
@@ -45,22 +44,7 @@ static enum ulpt_action permit(struct ulpt_fault *f, void *arg)
 	return ULPT_PERMIT;
 }
 
-/* The raw reference stub: what a program without the library would write. */
-void raw_entry(void);
-void raw_handler(uint64_t *frame);
-void raw_handler(uint64_t *frame)
-{
-	handled++;
-	frame[ULPT_FRAME_INFO] |= ULPT_INFO_PERMIT;
-}
-#define STR_(...) #__VA_ARGS__
-#define STR(...) STR_(__VA_ARGS__)
-asm(".text\n.globl raw_entry\nraw_entry:\n"
-    "push %rax\npush %rcx\npush %rdx\npush %rsi\npush %rdi\n"
-    "push %r8\npush %r9\npush %r10\npush %r11\n"
-    "lea 72(%rsp), %rdi\nsub $8, %rsp\ncall raw_handler\nadd $8, %rsp\n"
-    "pop %r11\npop %r10\npop %r9\npop %r8\npop %rdi\npop %rsi\npop %rdx\npop %rcx\npop %rax\n"
-    ".long " STR(ULPT_UIRET_INSN) "\n");
+ULPT_RAW_STUB(raw_entry, handled);
 
 static uint64_t best_of(void (*fn)(long), long n)
 {

@@ -20,6 +20,8 @@
  *             ULPT_PERMIT; the line stays denied, so nothing is re-armed.
  *             fault_roundtrip_gpr_ns: the same through the general-register-only stub
  *             (ULPT_HANDLER_GPR_ONLY), as watchlib's fault path takes it.
+ *             fault_roundtrip_raw_ns: the same through a raw stub set with the kernel call
+ *             directly (bench/raw-stub.h), no library: what the CPU and kernel give.
  *   mprotect  protect: mprotect() of one page (read-only and read-write alternately). Round
  *             trip: a write to the read-only page, SIGSEGV, the handler mprotects it read-write,
  *             the write retries.
@@ -44,6 +46,7 @@
  *   primitive <backend> protect_ns <median> <min> <max>
  *   primitive ulpt line_protect_ns <median> <min> <max>           (ULPT only)
  *   primitive ulpt fault_roundtrip_gpr_ns <median> <min> <max>    (ULPT only)
+ *   primitive ulpt fault_roundtrip_raw_ns <median> <min> <max>    (ULPT only)
  *   primitive <backend> fault_roundtrip_ns <median> <min> <max>
  * or
  *   primitive <backend> unavailable <reason>
@@ -71,6 +74,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 #include <ulpt.h>
+#include "raw-stub.h"
 
 #define BATCH_NS 20000000ull        /* target duration of one batch */
 #define BATCHES  21
@@ -446,6 +450,9 @@ static void ul_line_protect(long n)
 	}
 }
 
+static void ul_trip(long n);
+ULPT_RAW_STUB(raw_entry, handled);
+
 static void ul_trip(long n)
 {
 	for (long i = 0; i < n; i++) {
@@ -456,7 +463,7 @@ static void ul_trip(long n)
 
 static void run_ulpt(void)
 {
-	struct result p, l, t, g;
+	struct result p, l, t, g, w;
 	int r;
 
 	failure = NULL;
@@ -487,12 +494,22 @@ static void run_ulpt(void)
 	}
 	handled = attempts = 0;
 	g = measure(ul_trip, 0);
+	if (check_handled("ulpt") < 0)
+		goto out;
+	/* The reference: the same fault through a raw stub, no library (bench/raw-stub.h). */
+	if (syscall(SYS_arch_prctl, ARCH_ULPT_SET_HANDLER, (unsigned long)raw_entry) != 0) {
+		unavailable("ulpt", "ARCH_ULPT_SET_HANDLER: %s", strerror(errno));
+		goto out;
+	}
+	handled = attempts = 0;
+	w = measure(ul_trip, 0);
 	ulpt_protect_lines((void *)page, ULPT_LINE_SIZE, 0);
 	if (check_handled("ulpt") == 0) {
 		print("ulpt", "protect_ns", p);
 		print("ulpt", "line_protect_ns", l);
 		print("ulpt", "fault_roundtrip_ns", t);
 		print("ulpt", "fault_roundtrip_gpr_ns", g);
+		print("ulpt", "fault_roundtrip_raw_ns", w);
 	}
 out:
 	ulpt_fini();

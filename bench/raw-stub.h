@@ -1,0 +1,33 @@
+/*
+ * The raw reference stub of the round-trip benchmarks: what a program without libulpt would
+ * write. It saves the registers a C function may clobber, calls a handler that counts the
+ * fault and sets PERMIT in the frame, and UIRETs. Set it with ARCH_ULPT_SET_HANDLER directly.
+ *   ULPT_RAW_STUB(entry, counter)   defines entry() and its handler entry_c(), which counts
+ *                                   in the long lvalue counter
+ *
+ * SPDX-License-Identifier: MIT
+ */
+#ifndef BENCH_RAW_STUB_H
+#define BENCH_RAW_STUB_H
+#include <stdint.h>
+#include <ulpt/arch.h>
+
+#define ARCH_ULPT_SET_HANDLER 0x6003     /* docs/linux-api.md */
+
+#define ULPT_RAW_STR_(...) #__VA_ARGS__
+#define ULPT_RAW_STR(...) ULPT_RAW_STR_(__VA_ARGS__)
+#define ULPT_RAW_STUB(entry, counter)                                                        \
+	void entry(void);                                                                    \
+	void entry##_c(uint64_t *frame);                                                     \
+	void entry##_c(uint64_t *frame)                                                      \
+	{                                                                                    \
+		counter++;                                                                   \
+		frame[ULPT_FRAME_INFO] |= ULPT_INFO_PERMIT;                                  \
+	}                                                                                    \
+	asm(".text\n.globl " #entry "\n" #entry ":\n"                                        \
+	    "push %rax\npush %rcx\npush %rdx\npush %rsi\npush %rdi\n"                        \
+	    "push %r8\npush %r9\npush %r10\npush %r11\n"                                     \
+	    "lea 72(%rsp), %rdi\nsub $8, %rsp\ncall " #entry "_c\nadd $8, %rsp\n"            \
+	    "pop %r11\npop %r10\npop %r9\npop %r8\npop %rdi\npop %rsi\npop %rdx\npop %rcx\n" \
+	    "pop %rax\n.long " ULPT_RAW_STR(ULPT_UIRET_INSN) "\n")
+#endif
