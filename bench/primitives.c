@@ -450,7 +450,6 @@ static void ul_line_protect(long n)
 	}
 }
 
-static void ul_trip(long n);
 ULPT_RAW_STUB(raw_entry, handled);
 
 static void ul_trip(long n)
