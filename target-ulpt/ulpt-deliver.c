@@ -61,13 +61,55 @@ void ulpt_deliver(CPUX86State *env)
 }
 
 /*
- * The end of a permitted instruction's block (translate.c): the next block
- * through the lookup, as after a jump, unless an interrupt waits; it was
- * held for the instruction (HF_INHIBIT_IRQ), so the main loop takes it.
+ * R-RET-4: the instruction that UIRET let through with STEP has completed.
+ * The after event carries the frame words UIRET read (which access it was)
+ * with reason AFTER, and the state of the next instruction. A single-step
+ * trap that TF asks for now waits in the frame (TRAP) for the UIRET that
+ * returns from this event, so that a debugger stepping the program stops
+ * at the next instruction, not one later.
  */
-const void *helper_ulpt_next_tb(CPUX86State *env)
+static bool ulpt_deliver_after(CPUX86State *env, bool trap)
 {
-    if (qatomic_read(&env_cpu(env)->interrupt_request)) {
+    env->ulpt.step = false;
+    if (!ulpt_enabled(env) || !ulpt_can_deliver(env)) {
+        return false;                   /* dropped: CPL 0 (SYSCALL), CS.L 0 */
+    }
+    env->ulpt.fault_addr = env->ulpt.step_addr;
+    env->ulpt.fault_info = ulpt_info(ULPT_INFO_KIND(env->ulpt.step_info),
+                                     ULPT_INFO_PERMITTED(env->ulpt.step_info),
+                                     ULPT_REASON_AFTER,
+                                     ULPT_INFO_SIZE(env->ulpt.step_info)) |
+                           (trap ? ULPT_INFO_TRAP : 0);
+    env->ulpt.fault_entry0 = env->ulpt.step_entry0;
+    env->ulpt.fault_entry1 = env->ulpt.step_entry1;
+    env->ulpt.fault_start = env->ulpt.step_start;
+    env->ulpt_stats.after_events++;
+    /* A fault on the frame is the #PF of the next instruction (R-RET-4). */
+    ulpt_deliver(env);
+    return true;
+}
+
+/*
+ * The end of a permitted instruction's block (translate.c), with the state
+ * of the next instruction in env: the after event if UIRET asked for one,
+ * else the single-step trap if TF is set; then the next block through the
+ * lookup, as after a jump, unless an interrupt waits (it was held for the
+ * instruction, HF_INHIBIT_IRQ, so the main loop takes it now) or the block
+ * may not chain.
+ */
+const void *helper_ulpt_next_tb(CPUX86State *env, uint32_t how)
+{
+    bool tf = (how & ULPT_NEXT_TF) ||
+              ((how & ULPT_NEXT_RECHECK_TF) && (env->eflags & TF_MASK));
+
+    if (env->ulpt.step && ulpt_deliver_after(env, tf)) {
+        tf = false;
+    }
+    if (tf) {
+        helper_single_step(env);
+    }
+    if (!(how & ULPT_NEXT_LOOKUP) ||
+        qatomic_read(&env_cpu(env)->interrupt_request)) {
         return tcg_code_gen_epilogue;
     }
     return helper_lookup_tb_ptr(env);
@@ -78,6 +120,7 @@ void ulpt_event(CPUX86State *env)
     env->hflags &= ~HF_ULPT_PERMIT_MASK;
     env->ulpt.frame_access = false;
     env->ulpt.sync_step = false;
+    env->ulpt.step = false;
 }
 
 void helper_ulpt_uiret(CPUX86State *env)
@@ -108,16 +151,33 @@ void helper_ulpt_uiret(CPUX86State *env)
     env->regs[R_ESP] = f.rsp;
     cpu_load_eflags(env, f.rflags, ULPT_UIRET_FLAGS);
     env->ulpt.status &= ~ULPT_STATUS_IN_HANDLER;
-    if (f.info & ULPT_INFO_PERMIT) {
+    env->ulpt_stats.returns++;
+    if ((f.info & ULPT_INFO_TRAP) && (f.rflags & TF_MASK)) {
+        /*
+         * R-RET-4: the single-step trap of the instruction before the
+         * after event, reported at the restored RIP before it runs. The
+         * state is in env (cpu_load_eflags set CC_OP), so no restore.
+         */
+        trace_ulpt_uiret(env_cpu(env)->cpu_index, f.rip, f.rsp, 0);
+        helper_single_step(env);
+    }
+    if (f.info & (ULPT_INFO_PERMIT | ULPT_INFO_STEP)) {
         /*
          * R-RET-2: the next instruction runs alone (see translate.c) with
          * these kinds let through, and interrupts wait for it, as after STI.
+         * R-RET-4: with STEP, its block ends in the after event.
          */
-        env->ulpt.permit_kinds = ULPT_INFO_KIND(f.info) |
-                                 ULPT_INFO_PERMITTED(f.info);
+        env->ulpt.permit_kinds = (f.info & ULPT_INFO_PERMIT) ?
+                                 ULPT_INFO_KIND(f.info) |
+                                 ULPT_INFO_PERMITTED(f.info) : 0;
+        env->ulpt.step = f.info & ULPT_INFO_STEP;
+        env->ulpt.step_addr = f.addr;
+        env->ulpt.step_info = f.info;
+        env->ulpt.step_entry0 = f.entry0;
+        env->ulpt.step_entry1 = f.entry1;
+        env->ulpt.step_start = f.start;
         env->hflags |= HF_ULPT_PERMIT_MASK | HF_INHIBIT_IRQ_MASK;
     }
-    env->ulpt_stats.returns++;
     trace_ulpt_uiret(env_cpu(env)->cpu_index, f.rip, f.rsp,
                      (env->hflags & HF_ULPT_PERMIT_MASK) ?
                      env->ulpt.permit_kinds : 0);

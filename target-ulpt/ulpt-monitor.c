@@ -32,9 +32,10 @@ void hmp_info_ulpt(Monitor *mon, const QDict *qdict)
         monitor_printf(mon, "  walks %" PRIu64 " checks %" PRIu64
                        " violations %" PRIu64 " delivered %" PRIu64
                        " escalated %" PRIu64 " returns %" PRIu64
-                       " view_stores %" PRIu64 " remote_syncs %" PRIu64 "\n",
+                       " view_stores %" PRIu64 " remote_syncs %" PRIu64
+                       " after_events %" PRIu64 "\n",
                        s->walks, s->checks, s->violations, s->deliveries,
                        s->escalations, s->returns, s->view_stores,
-                       s->remote_syncs);
+                       s->remote_syncs, s->after_events);
     }
 }

@@ -21,6 +21,13 @@ typedef struct UlptState {
      * HF_ULPT_PERMIT is set.
      */
     uint32_t permit_kinds;
+    /*
+     * UIRET was asked for an after event (ULPT_INFO_STEP): the frame words
+     * it carries (addr, info, entry0, entry1, start), valid while
+     * HF_ULPT_PERMIT is set.
+     */
+    bool step;
+    uint64_t step_addr, step_info, step_entry0, step_entry1, step_start;
     /* Delivery or UIRET is accessing the frame: not ULPT-checked. */
     bool frame_access;
     /*
@@ -38,7 +45,7 @@ typedef struct UlptState {
 /* Counters for `info ulpt`; kept across reset. */
 typedef struct UlptStats {
     uint64_t walks, checks, violations, deliveries, escalations, returns,
-             view_stores, remote_syncs;
+             view_stores, remote_syncs, after_events;
 } UlptStats;
 
 /*

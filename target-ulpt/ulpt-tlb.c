@@ -174,8 +174,7 @@ static bool violation(CPUState *cs, vaddr addr, vaddr acc, unsigned size,
     env->ulpt.fault_info = ulpt_info(kind, permitted, reason, size);
     env->ulpt.fault_entry0 = malformed ? 0 : e->page;
     env->ulpt.fault_entry1 = malformed ? 0 : e->lines;
-    if (env->ulpt.handler && !(env->ulpt.status & ULPT_STATUS_IN_HANDLER) &&
-        (env->hflags & HF_CS64_MASK)) {
+    if (ulpt_can_deliver(env)) {
         /*
          * Deliver from here, as hardware would, not through an exception
          * (cpu_handle_exception, the BQL, do_interrupt): the faulting

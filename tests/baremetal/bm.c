@@ -155,6 +155,8 @@ void bm_run(const struct test_case *t, unsigned n)
     bm_done();
 }
 
+static void lapic_write(uint32_t reg, uint32_t v);
+
 /* --- traps ---------------------------------------------------------------------------- */
 extern char wrmsr_insn[], wrmsr_fixup[], rdmsr_insn[], rdmsr_fixup[], kuiret_insn[], kuiret_fixup[];
 static const struct { char *insn, *fixup; } fixups[] = {
@@ -162,9 +164,18 @@ static const struct { char *insn, *fixup; } fixups[] = {
 };
 void return_to_kernel(uint64_t result) __attribute__((noreturn));
 
+struct bm_irq bm_irq;
+
 void trap(struct trapframe *tf)
 {
     uint64_t cr2;
+
+    if (tf->vector == BM_IRQ_VECTOR) {           /* the test interrupt: count it, go on */
+        if (bm_irq.count++ == 0)
+            bm_irq.rip = tf->rip;
+        lapic_write(0xb0, 0);                     /* EOI */
+        return;
+    }
     asm volatile("mov %%cr2, %0" : "=r"(cr2));
     last_trap = (struct last_trap){ tf->vector, tf->error, cr2, tf->rip, tf->rsp, tf->rcx,
                                     tf->rsi, tf->rdi };
@@ -206,7 +217,7 @@ static void setup_cpu(void)
 {
     GATE(0); GATE(1); GATE(2); GATE(3); GATE(4); GATE(5); GATE(6); GATE(7); GATE(8);
     GATE(9); GATE(10); GATE(11); GATE(12); GATE(13); GATE(14); GATE(16); GATE(17);
-    GATE(18); GATE(19);
+    GATE(18); GATE(19); GATE(64);
     extern char trap_128[];
     set_gate(128, trap_128, 0xee);              /* int $0x80 from CPL 3 */
     struct { uint16_t limit; uint64_t base; } __attribute__((packed)) idtr = { sizeof(idt) - 1, (uint64_t)idt };
@@ -271,6 +282,15 @@ void ap_main(void)
 
 static void lapic_write(uint32_t reg, uint32_t v) { *(volatile uint32_t *)(0xfee00000ull + reg) = v; }
 static uint32_t lapic_read(uint32_t reg) { return *(volatile uint32_t *)(0xfee00000ull + reg); }
+
+void lapic_enable(void)
+{
+    /* Mask the legacy PIC first: with IF set its IRQ 0 (the PIT) would arrive as vector 8. */
+    outb(0x21, 0xff);
+    outb(0xa1, 0xff);
+    map_high_gib();
+    lapic_write(0xf0, lapic_read(0xf0) | 0x100);  /* software enable */
+}
 static void delay(long n) { for (volatile long i = 0; i < n; i++) ; }
 
 int start_ap(void (*fn)(void))
@@ -278,9 +298,8 @@ int start_ap(void (*fn)(void))
     uint8_t *dst = (uint8_t *)0x8000;
     for (char *p = ap_tramp_start; p < ap_tramp_end; p++)
         *dst++ = (uint8_t)*p;
-    map_high_gib();
     ap_fn = fn;
-    lapic_write(0xf0, lapic_read(0xf0) | 0x100);  /* enable the local APIC */
+    lapic_enable();
     lapic_write(0x310, 1u << 24);                 /* destination: APIC ID 1 */
     lapic_write(0x300, 0x4500);                   /* INIT */
     delay(100000);

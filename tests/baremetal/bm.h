@@ -48,6 +48,19 @@ const char *bm_cmdline(void);              /* the kernel command line ("" withou
 uint64_t run_user(void (*fn)(void *), void *arg, uint64_t user_rsp);
 uint64_t run_user_default(void (*fn)(void *), void *arg);
 extern uint8_t user_stack[];
+extern uint64_t user_rflags;               /* RFLAGS at CPL 3 entry: 0x2 unless a test sets it */
+
+/*
+ * Interrupts: vector BM_IRQ_VECTOR is counted (and the first one's RIP kept) and returns to the
+ * interrupted code. lapic_enable maps and enables the local APIC (user-accessible);
+ * LAPIC_SELF_IPI written to its ICR (LAPIC_ICR) makes the vector pending on this CPU.
+ */
+#define BM_IRQ_VECTOR 64
+struct bm_irq { uint64_t count, rip; };
+extern struct bm_irq bm_irq;
+void lapic_enable(void);
+#define LAPIC_ICR ((volatile uint32_t *)0xfee00300ull)
+#define LAPIC_SELF_IPI (0x40000u | BM_IRQ_VECTOR)
 #define USER_STACK_SIZE (4 * PAGE)
 
 int try_wrmsr(uint32_t msr, uint64_t val);   /* 0, or -1 after #GP/#UD */
@@ -102,6 +115,7 @@ void ulpt_disable(void);
 
 /* The test's user-mode handler (tests define ulpt_handler); the entry stub calls it. */
 void ulpt_entry(void);
+void ulpt_entry_sti(void);      /* the same, with STI before UIRET (for IOPL 3 code) */
 void ulpt_handler(uint64_t *frame);
 
 #endif

@@ -120,6 +120,7 @@ trap_\vec:
     TRAP 17, 1
     TRAP 18, 0
     TRAP 19, 0
+    TRAP 64, 0
     TRAP 128, 0
 
 trap_common:
@@ -184,7 +185,7 @@ user_entry:
 enter_user:
     pushq $UDATA
     pushq %rdx
-    pushq $0x2
+    pushq user_rflags(%rip)
     pushq $UCODE
     leaq user_entry(%rip), %rax
     pushq %rax
@@ -204,9 +205,12 @@ return_to_kernel:
     ret
 
 /* The user-mode ULPT handler entry: RSP points at the frame. Saves what the C handler may
-   clobber, calls ulpt_handler(frame), returns with UIRET. */
-    .globl ulpt_entry
-ulpt_entry:
+   clobber, calls ulpt_handler(frame), returns with UIRET. ulpt_entry_sti ends with STI
+   before UIRET (with IOPL 3), so that an interrupt made pending in the handler arrives
+   right after UIRET. */
+.macro ULPT_ENTRY name, last
+    .globl \name
+\name:
     pushq %rax
     pushq %rcx
     pushq %rdx
@@ -229,7 +233,11 @@ ulpt_entry:
     popq %rdx
     popq %rcx
     popq %rax
+    \last
     .byte 0xf3, 0x0f, 0x01, 0xec     /* uiret */
+.endm
+    ULPT_ENTRY ulpt_entry, nop
+    ULPT_ENTRY ulpt_entry_sti, sti
 
 /* MSR and UIRET accessors that survive a fault: trap() resumes at the fixup label with
    RAX = -1 (see fixups in bm.c). */
@@ -329,6 +337,10 @@ gdt_end:
 gdt_desc:
     .word gdt_end - gdt - 1
     .quad gdt
+/* RFLAGS that run_user starts CPL 3 code with (bm.h). */
+    .align 8
+    .globl user_rflags
+user_rflags: .quad 0x2
 
     .bss
     .align 4096

@@ -15,7 +15,13 @@
 static uint8_t tp[8][PAGE] __attribute__((aligned(4096)));    /* test pages */
 
 /* --- the user-mode handler: logs frames, then does what the test asks ----------------- */
-enum { ACT_PERMIT, ACT_FIX, ACT_SKIP, ACT_FAULT, ACT_BADRIP, ACT_SETFLAGS };
+enum { ACT_PERMIT, ACT_FIX, ACT_SKIP, ACT_FAULT, ACT_BADRIP, ACT_SETFLAGS,
+       ACT_STEP,        /* violation: PERMIT | STEP and hflags into rflags; after event: nothing */
+       ACT_STEP_FIX,    /* violation: clear the entry, STEP alone */
+       ACT_STEP_IRQ,    /* as ACT_STEP, and make the test interrupt pending (IF is 0) */
+       ACT_STEP_CLRTF,  /* as ACT_STEP; after event: clear TF in the frame */
+       ACT_STEP_TO,     /* violation: STEP alone, rip = hskip (another instruction) */
+};
 struct hlog { uint64_t w[8], frame, seen; };
 static volatile struct hlog hlog[16];
 static volatile int hcount, haction;
@@ -54,6 +60,32 @@ void ulpt_handler(uint64_t *f)
         f[ULPT_FRAME_RFLAGS] |= hflags;
         f[ULPT_FRAME_INFO] |= ULPT_INFO_PERMIT;
         break;
+    case ACT_STEP:
+    case ACT_STEP_IRQ:
+    case ACT_STEP_CLRTF:
+        if (ULPT_INFO_REASON(f[ULPT_FRAME_INFO]) == ULPT_REASON_AFTER) {
+            if (haction == ACT_STEP_CLRTF)
+                f[ULPT_FRAME_RFLAGS] &= ~0x100ull;
+            break;
+        }
+        if (haction == ACT_STEP_IRQ)
+            *LAPIC_ICR = LAPIC_SELF_IPI;
+        f[ULPT_FRAME_RFLAGS] |= hflags;
+        f[ULPT_FRAME_INFO] |= ULPT_INFO_PERMIT | ULPT_INFO_STEP;
+        break;
+    case ACT_STEP_FIX:
+    case ACT_STEP_TO:
+        if (ULPT_INFO_REASON(f[ULPT_FRAME_INFO]) == ULPT_REASON_AFTER)
+            break;
+        if (haction == ACT_STEP_TO) {
+            f[ULPT_FRAME_RIP] = hskip;
+        } else {
+            volatile uint64_t *e = ulpt_view_entry(f[ULPT_FRAME_ADDR]);
+            e[0] = 0;
+            e[1] = 0;
+        }
+        f[ULPT_FRAME_INFO] |= ULPT_INFO_STEP;
+        break;
     }
 }
 
@@ -61,6 +93,7 @@ static void hreset(int action)
 {
     hcount = 0;
     haction = action;
+    hflags = 0;
 }
 
 /* --- user-mode bodies: one labelled instruction each, so tests know the faulting RIP ---- */
@@ -75,6 +108,20 @@ USER_INSN(u_write8, "movq $0x55, (%0)")
 /* The same write, then a labelled next instruction (where a trap after it reports). */
 USER_INSN(u_write8_next, "movq $0x55, (%0)\n.globl u_write8_next_after\nu_write8_next_after: nop")
 extern char u_write8_next_after[];
+USER_INSN(u_read8_next, "movq (%0), %%rax\n.globl u_read8_next_after\nu_read8_next_after: nop", "a"(0))
+extern char u_read8_next_after[];
+USER_INSN(u_add_next, "addq $1, (%0)\n.globl u_add_next_after\nu_add_next_after: nop")
+extern char u_add_next_after[];
+/* Two writes to the line at p and the next one, each a labelled instruction. */
+USER_INSN(u_two_writes, "movq $1, (%0)\n.globl u_two_writes_2\nu_two_writes_2: movq $2, 128(%0)\n"
+                        ".globl u_two_writes_end\nu_two_writes_end: nop")
+extern char u_two_writes_2[], u_two_writes_end[];
+/* RSP loaded from memory: the next frame goes where *p points. */
+USER_INSN(u_load_rsp, "movq (%0), %%rsp\n.globl u_load_rsp_after\nu_load_rsp_after: nop")
+extern char u_load_rsp_after[];
+/* An instruction that raises #UD, for a handler to send the permit to. */
+asm(".text\n.globl u_ud2_insn\nu_ud2_insn: ud2\n");
+extern char u_ud2_insn[];
 USER_INSN(u_read8, "movq (%0), %%rax", "a"(0))
 USER_INSN(u_write1, "movb $0x66, (%0)")
 USER_INSN(u_add, "addq $1, (%0)")
@@ -1222,6 +1269,229 @@ static void ret3_rmw(void)
           "R-RET-3: lock add reports both its write and its read, completes once (%d)", hcount);
 }
 
+/* --- R-RET-4: STEP, the after event --------------------------------------------------- */
+
+/* Is log entry i an after event for the access of entry v, reported at rip? */
+static int after_of(int i, int v, uint64_t rip)
+{
+    volatile struct hlog *a = &hlog[i], *b = &hlog[v];
+    uint64_t ai = a->w[ULPT_FRAME_INFO], bi = b->w[ULPT_FRAME_INFO];
+
+    return ULPT_INFO_REASON(ai) == ULPT_REASON_AFTER && a->w[ULPT_FRAME_RIP] == rip &&
+           a->w[ULPT_FRAME_ADDR] == b->w[ULPT_FRAME_ADDR] &&
+           a->w[ULPT_FRAME_START] == b->w[ULPT_FRAME_START] &&
+           a->w[ULPT_FRAME_ENTRY0] == b->w[ULPT_FRAME_ENTRY0] &&
+           a->w[ULPT_FRAME_ENTRY1] == b->w[ULPT_FRAME_ENTRY1] &&
+           ULPT_INFO_KIND(ai) == ULPT_INFO_KIND(bi) && ULPT_INFO_SIZE(ai) == ULPT_INFO_SIZE(bi) &&
+           ULPT_INFO_PERMITTED(ai) == ULPT_INFO_PERMITTED(bi) &&
+           !(ai & (ULPT_INFO_PERMIT | ULPT_INFO_STEP | ULPT_INFO_TRAP));
+}
+
+/* A store with PERMIT | STEP: the after event follows it, with the stored value visible,
+   the frame of the next instruction and the access's words. */
+static void ret4_store(void)
+{
+    uint64_t r;
+
+    fresh((uint64_t)ulpt_entry);
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(0));
+    *(volatile uint64_t *)tp[3] = 0;
+    hwatch = (volatile uint64_t *)tp[3];
+    hreset(ACT_STEP);
+    r = run_user_default(u_write8_next, tp[3]);
+    hwatch = 0;
+    bm_ok(r == 0x80 && hcount == 2 && *(volatile uint64_t *)tp[3] == 0x55,
+          "R-RET-4: a store let through with STEP completes once, then one after event (%d deliveries)", hcount);
+    bm_ok(after_of(1, 0, (uint64_t)u_write8_next_after) && hlog[0].seen == 0 && hlog[1].seen == 0x55,
+          "R-RET-4: the after event has reason AFTER, the access's addr, start, kind, size and entry words, rip of the next instruction, the value stored");
+    bm_ok(hlog[1].w[ULPT_FRAME_RSP] == hlog[0].w[ULPT_FRAME_RSP] && hlog[1].frame == hlog[0].frame,
+          "R-RET-4: the after event's frame: rsp after the instruction, placed as for a violation");
+}
+
+static void ret4_load(void)
+{
+    uint64_t r;
+
+    fresh((uint64_t)ulpt_entry);
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NR(1));
+    hreset(ACT_STEP);
+    r = run_user_default(u_read8_next, tp[3] + 128 + 8);
+    bm_ok(r == 0x80 && hcount == 2 && ULPT_INFO_KIND(hlog[0].w[ULPT_FRAME_INFO]) == ULPT_KIND_R &&
+          after_of(1, 0, (uint64_t)u_read8_next_after),
+          "R-RET-4: a load let through with STEP: the after event at the next instruction (%d deliveries)", hcount);
+}
+
+/* A read-modify-write on an R+W-denied line: the write's delivery ends the first STEP
+   (as any event does), the handler asks again, one after event follows the instruction. */
+static void ret4_rmw(void)
+{
+    uint64_t r;
+
+    fresh((uint64_t)ulpt_entry);
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NR(2) | ULPT_LINE_NW(2));
+    *(volatile uint64_t *)(tp[3] + 256) = 40;
+    hreset(ACT_STEP);
+    r = run_user_default(u_add_next, tp[3] + 256);
+    bm_ok(r == 0x80 && hcount == 3 && *(volatile uint64_t *)(tp[3] + 256) == 41 &&
+          ULPT_INFO_REASON(hlog[1].w[ULPT_FRAME_INFO]) == ULPT_REASON_LINE &&
+          after_of(2, 1, (uint64_t)u_add_next_after),
+          "R-RET-4: add on an R+W-denied line: read, write, then one after event (%d deliveries)", hcount);
+}
+
+/* REP STOSB into a denied line: an after event per permitted iteration, at the string
+   instruction while iterations remain, then at the next one. */
+static void ret4_rep(void)
+{
+    uint64_t r;
+    int ok;
+
+    fresh((uint64_t)ulpt_entry);
+    ulpt_kset(va(tp[5]), 0, ULPT_LINE_NW(0));
+    for (int i = 0; i < 16; i++)
+        tp[5][120 + i] = 0;
+    hreset(ACT_STEP);
+    struct rep_args ra = { tp[5] + 124, 0, 4 };      /* the last 4 bytes of line 0 */
+    r = run_user_default(u_stos, &ra);
+    ok = r == 0x80 && hcount == 8 && tp[5][128] == 0;
+    for (int i = 0; i < 4; i++)
+        ok &= tp[5][124 + i] == 0x77;
+    for (int i = 0; i < 8 && ok; i += 2)
+        ok &= after_of(i + 1, i, i < 6 ? (uint64_t)u_stos_insn : (uint64_t)u_stos_insn + 2) &&
+              hlog[i].w[ULPT_FRAME_ADDR] == va(tp[5]) + 124 + i / 2;
+    bm_ok(ok, "R-RET-4/R-ACC-4: rep stosb: an after event per permitted iteration, at the string instruction until the last (%d deliveries, r %lu)",
+          hcount, r);
+}
+
+/* The next instruction faults too: its violation comes after the after event. */
+static void ret4_next_faults(void)
+{
+    uint64_t r;
+
+    fresh((uint64_t)ulpt_entry);
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(0) | ULPT_LINE_NW(1));
+    hreset(ACT_STEP);
+    r = run_user_default(u_two_writes, tp[3]);
+    bm_ok(r == 0x80 && hcount == 4 && after_of(1, 0, (uint64_t)u_two_writes_2) &&
+          ULPT_INFO_REASON(hlog[2].w[ULPT_FRAME_INFO]) == ULPT_REASON_LINE &&
+          hlog[2].w[ULPT_FRAME_RIP] == (uint64_t)u_two_writes_2 && after_of(3, 2, (uint64_t)u_two_writes_end),
+          "R-RET-4: a faulting next instruction: after event, then its violation, then its after event (%d deliveries)", hcount);
+}
+
+/* STEP without PERMIT, after the handler lifted the right: the instruction runs normally,
+   then the after event. */
+static void ret4_step_alone(void)
+{
+    uint64_t r;
+
+    fresh((uint64_t)ulpt_entry);
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(0));
+    hreset(ACT_STEP_FIX);
+    r = run_user_default(u_write8_next, tp[3]);
+    bm_ok(r == 0x80 && hcount == 2 && after_of(1, 0, (uint64_t)u_write8_next_after) &&
+          *(volatile uint64_t *)tp[3] == 0x55,
+          "R-RET-4: STEP alone: the instruction runs as the table allows, then the after event (%d deliveries)", hcount);
+}
+
+/* The instruction raises an exception: no after event; the request does not outlive it. */
+static void ret4_insn_faults(void)
+{
+    uint64_t r;
+
+    fresh((uint64_t)ulpt_entry);
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(0));
+    hreset(ACT_STEP_TO);
+    hskip = (uint64_t)u_ud2_insn;
+    r = run_user_default(u_write8, tp[3]);
+    bm_ok(r == 6 && hcount == 1, "R-RET-4: an exception in the instruction drops the after event (trap %lu, %d deliveries)",
+          r, hcount);
+    wrmsr(MSR_ULPT_STATUS, 0);
+    hreset(ACT_PERMIT);
+    r = run_user_default(u_write8, tp[3]);
+    bm_ok(r == 0x80 && hcount == 1, "R-RET-4: a later PERMIT alone gets no after event (%d deliveries)", hcount);
+
+    /* A #PF of the instruction's second access, after its first was let through. */
+    ulpt_kset(va(tp[4]), 0, ULPT_LINE_NR(0));
+    *pte_of(tp[6]) &= ~1ull;
+    invlpg(tp[6]);
+    hreset(ACT_STEP);
+    struct rep_args rm = { tp[6], tp[4], 1 };
+    r = run_user_default(u_movs, &rm);
+    bm_ok(r == 14 && hcount == 1 && last_trap.cr2 == va(tp[6]) && last_trap.rip == (uint64_t)u_movs_insn,
+          "R-RET-4: a #PF of the instruction drops the after event (trap %lu cr2 %lx, %d deliveries)",
+          r, last_trap.cr2, hcount);
+    *pte_of(tp[6]) |= 1;
+    invlpg(tp[6]);
+    ulpt_kset(va(tp[4]), 0, 0);
+}
+
+/* An interrupt that becomes pending in the handler waits for the instruction (R-RET-2);
+   the after event comes first, so the interrupt arrives at the handler's first
+   instruction. With IOPL 3, the handler's stub ends with STI; UIRET. */
+static void ret4_irq(void)
+{
+    uint64_t r;
+
+    lapic_enable();
+    fresh((uint64_t)ulpt_entry_sti);
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(0));
+    *(volatile uint64_t *)tp[3] = 0;
+    bm_irq.count = 0;
+    user_rflags = 0x3002;                        /* IOPL 3, IF 0 */
+    hreset(ACT_STEP_IRQ);
+    r = run_user_default(u_write8_next, tp[3]);
+    user_rflags = 0x2;
+    bm_ok(r == 0x80 && hcount == 2 && bm_irq.count == 1 && bm_irq.rip == (uint64_t)ulpt_entry_sti &&
+          after_of(1, 0, (uint64_t)u_write8_next_after) && *(volatile uint64_t *)tp[3] == 0x55,
+          "R-RET-4: an interrupt pending at UIRET waits for the instruction and its after event (irqs %lu at %lx, %d deliveries)",
+          bm_irq.count, bm_irq.rip, hcount);
+}
+
+/* TF with STEP: the after event carries TRAP, and its UIRET raises the single-step #DB at
+   the next instruction; a handler that clears TF in the after frame gets no #DB. */
+static void ret4_tf(void)
+{
+    uint64_t r;
+
+    fresh((uint64_t)ulpt_entry);
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(0));
+    hreset(ACT_STEP);
+    hflags = 0x100;
+    r = run_user_default(u_write8_next, tp[3]);
+    bm_ok(r == 1 && hcount == 2 && last_trap.rip == (uint64_t)u_write8_next_after &&
+          (hlog[1].w[ULPT_FRAME_INFO] & ULPT_INFO_TRAP) && (hlog[1].w[ULPT_FRAME_RFLAGS] & 0x100) &&
+          ULPT_INFO_REASON(hlog[1].w[ULPT_FRAME_INFO]) == ULPT_REASON_AFTER,
+          "R-RET-4: TF: the after event has TRAP, its UIRET traps at the next instruction (trap %lu at %lx, %d deliveries)",
+          r, last_trap.rip, hcount);
+    hreset(ACT_STEP_CLRTF);
+    hflags = 0x100;
+    r = run_user_default(u_write8_next, tp[3]);
+    bm_ok(r == 0x80 && hcount == 2, "R-RET-4: TRAP with TF cleared by the handler: no #DB (r %lu)", r);
+}
+
+/* Writing the after event's frame faults: the ordinary #PF, at the next instruction. */
+static void ret4_frame_fault(void)
+{
+    uint64_t r, v;
+    volatile uint64_t *slot = (volatile uint64_t *)tp[4];
+
+    fresh((uint64_t)ulpt_entry);
+    ulpt_kset(va(tp[4]), 0, ULPT_LINE_NR(0));
+    *pte_of(tp[6]) &= ~1ull;                           /* RSP goes into a page not present */
+    invlpg(tp[6]);
+    slot[0] = va(tp[6]) + 2048;
+    hreset(ACT_STEP);
+    r = run_user_default(u_load_rsp, (void *)slot);
+    uint64_t fb = (va(tp[6]) + 2048 - 128 - 64) & ~15ull;
+    bm_ok(r == 14 && hcount == 1 && !(last_trap.error & ULPT_PF_ERROR_BIT) && last_trap.cr2 >= fb &&
+          last_trap.cr2 < fb + 64 && last_trap.rip == (uint64_t)u_load_rsp_after,
+          "R-RET-4: an after event whose frame write faults is a #PF at the next instruction (trap %lu cr2 %lx rip %lx)",
+          r, last_trap.cr2, last_trap.rip);
+    bm_ok(try_rdmsr(MSR_ULPT_STATUS, &v) == 0 && v == 0, "R-RET-4: IN_HANDLER stays 0 after the frame fault");
+    *pte_of(tp[6]) |= 1;
+    invlpg(tp[6]);
+    ulpt_kset(va(tp[4]), 0, 0);
+}
+
 /* === The tables ========================================================================= */
 
 /* On a CPU without ULPT: the enumeration rules only. */
@@ -1271,6 +1541,16 @@ static const struct test_case ulpt_tests[] = {
     { "R-RET-2", ret2_permit_once, 2 },
     { "R-RET-2:rep", ret2_rep, 1 },
     { "R-RET-3", ret3_rmw, 3 },
+    { "R-RET-4:store", ret4_store, 3 },
+    { "R-RET-4:load", ret4_load, 1 },
+    { "R-RET-4:rmw", ret4_rmw, 1 },
+    { "R-RET-4:rep", ret4_rep, 1 },
+    { "R-RET-4:next-faults", ret4_next_faults, 1 },
+    { "R-RET-4:step-alone", ret4_step_alone, 1 },
+    { "R-RET-4:insn-faults", ret4_insn_faults, 3 },
+    { "R-RET-4:irq", ret4_irq, 1 },
+    { "R-RET-4:tf", ret4_tf, 2 },
+    { "R-RET-4:frame-fault", ret4_frame_fault, 2 },
 };
 
 void tests(void)
