@@ -62,15 +62,18 @@ enum ulpt_action {
 };
 /*
  * ULPT_PERMIT_STEP, the second call ("after-call"):
- * - it runs in a SIGTRAP signal handler of the library (the instruction is single-stepped with
- *   RFLAGS.TF) on both backends, so the handler must be async-signal-safe for it, and must not
- *   touch memory whose rights it denies, as in any call;
+ * - ULPT backend: the CPU delivers an after event once the instruction has completed
+ *   (docs/spec.md R-RET-4) and the after-call runs like any call, with no signal, TF or kernel
+ *   entry; the program's own TF (a debugger) is left alone. mprotect backend: the instruction
+ *   is single-stepped with RFLAGS.TF and the after-call runs in the library's SIGTRAP handler,
+ *   so it must be async-signal-safe there. In every call the handler must not touch memory
+ *   whose rights it denies;
  * - an instruction that faults again before it completes (a read-modify-write denied for read
  *   and for write) calls the handler for each fault as usual; the after-call happens once, with
  *   the record of the last fault whose decision was ULPT_PERMIT_STEP (a later plain ULPT_PERMIT
  *   or ULPT_RETRY keeps it; a later ULPT_SKIP cancels it: the instruction never completes);
- * - ulpt_init installs a SIGTRAP handler (on both backends) that passes every trap that is not
- *   its own to the handler the program had before; ulpt_fini puts that one back.
+ * - on the mprotect backend ulpt_init installs a SIGTRAP handler that passes every trap that
+ *   is not its own to the handler the program had before; ulpt_fini puts that one back.
  */
 
 /* A fault, as the handler sees it. */

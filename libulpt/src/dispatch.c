@@ -9,9 +9,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <sys/syscall.h>
-#include <ucontext.h>
 #include <unistd.h>
 #include <ulpt/arch.h>
 #include "ulpt.h"
@@ -45,92 +43,72 @@ static pid_t my_tid(void)
 static __thread int *errno_ptr __attribute__((tls_model("initial-exec")));
 
 /*
- * ULPT_PERMIT_STEP: the instruction runs once with the permit and RFLAGS.TF (set in the frame,
- * restored by UIRET), the CPU traps after it, and the library's SIGTRAP handler makes the
- * after-call with this thread's record. STEP_OWN_TF: the program had TF set itself (it
- * single-steps), so the trap is its own too and goes on to its handler after the after-call.
+ * ULPT_PERMIT_STEP: UIRET lets the instruction through with the frame's PERMIT and STEP bits,
+ * and the CPU delivers an after event (reason AFTER) here once it has completed
+ * (docs/spec.md R-RET-4): the after-call runs in the same context as any call, with no signal,
+ * TF or kernel entry. The record is that of the last fault of the instruction whose
+ * decision was ULPT_PERMIT_STEP. A later fault of the same instruction (an RMW denied both
+ * kinds) ends the CPU's request, so the decision for it asks again unless it is ULPT_SKIP
+ * (the record is then that fault's only if its decision was ULPT_PERMIT_STEP).
+ * The program's own TF (a debugger stepping it) stays in the frame: the CPU reports that trap
+ * after the after event's UIRET.
  */
-#define STEP_PENDING    1u
-#define STEP_OWN_TF     2u
-static __thread struct ulpt_fault step_rec __attribute__((tls_model("initial-exec")));
-static __thread unsigned step_state __attribute__((tls_model("initial-exec")));
-static struct sigaction old_trap;
+#define MAX_STEPS 4
+struct step {
+	struct ulpt_fault rec;      /* for the after-call */
+	uintptr_t addr, start;      /* of the frame UIRET last read for it: the after event's */
+};
+static __thread struct step steps[MAX_STEPS] __attribute__((tls_model("initial-exec")));
+static __thread unsigned step_live __attribute__((tls_model("initial-exec")));   /* bit per step */
 
-/* Whether this fault is a later one of the instruction being stepped: our TF, the same ip. */
-static int same_step(const uint64_t *frame)
+/*
+ * Records are kept per pending request, not one per thread: a signal handler that runs
+ * between a decision and its UIRET may fault and step too, and the after event tells which
+ * request it ends by the access words it carries.
+ */
+static int step_find_ip(uintptr_t ip)
 {
-	return step_state && (frame[ULPT_FRAME_RFLAGS] & ULPT_RFLAGS_TF) &&
-	       step_rec.ip == frame[ULPT_FRAME_RIP];
+	for (int i = 0; i < MAX_STEPS; i++)
+		if ((step_live >> i & 1) && steps[i].rec.ip == ip)
+			return i;
+	return -1;
 }
 
-static void step_begin(uint64_t *frame, const struct ulpt_fault *f)
+static int step_add(const struct ulpt_fault *f)
 {
-	uint64_t rflags = frame[ULPT_FRAME_RFLAGS];
+	int i = step_find_ip(f->ip);
 
-	/* A step whose trap never came (the program's debugger took it) is dropped. */
-	if (!same_step(frame))
-		step_state = STEP_PENDING | ((rflags & ULPT_RFLAGS_TF) ? STEP_OWN_TF : 0);
-	step_rec = *f;
-	frame[ULPT_FRAME_RFLAGS] = rflags | ULPT_RFLAGS_TF;
+	if (i < 0)
+		i = step_live == (1u << MAX_STEPS) - 1 ? 0 : __builtin_ctz(~step_live);
+	steps[i].rec = *f;
+	step_live |= 1u << i;
+	return i;
 }
 
-/* ULPT_SKIP of a later fault: the instruction never completes, so no after-call. */
-static void step_cancel(uint64_t *frame)
+/* The frame going back to UIRET with STEP for request i: the after event will carry it. */
+static void step_key(int i, const uint64_t *frame)
 {
-	if (!same_step(frame))
-		return;
-	if (!(step_state & STEP_OWN_TF))
-		frame[ULPT_FRAME_RFLAGS] &= ~ULPT_RFLAGS_TF;
-	step_state = 0;
+	steps[i].addr = frame[ULPT_FRAME_ADDR];
+	steps[i].start = frame[ULPT_FRAME_START];
 }
 
-static void on_trap(int sig, siginfo_t *si, void *ucv)
+/* The after event: the after-call with the request's record (its decision is ignored). */
+static void after_call(const uint64_t *frame, ulpt_handler_t handler)
 {
-	ucontext_t *uc = ucv;
-	unsigned state = step_state;
-	ulpt_handler_t handler;
 	struct ulpt_fault f;
-	int saved_errno;
+	int i;
 
-	/* Ours: the kernel's trap (not a raise or kill) in a thread with a step pending. */
-	if (!(state & STEP_PENDING) || si->si_code <= 0) {
-		ulpt_trap_chain_(&old_trap, sig, si, ucv);
-		return;
-	}
-	saved_errno = errno;
-	f = step_rec;
-	step_state = 0;                     /* before the call: it may step again */
-	if (!(state & STEP_OWN_TF))
-		uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)ULPT_RFLAGS_TF;
+	for (i = 0; i < MAX_STEPS; i++)
+		if ((step_live >> i & 1) && steps[i].addr == frame[ULPT_FRAME_ADDR] &&
+		    steps[i].start == frame[ULPT_FRAME_START])
+			break;
+	if (i == MAX_STEPS)
+		return;                     /* not a request of this library */
+	f = steps[i].rec;
+	step_live &= ~(1u << i);            /* before the call: it may step again */
 	f.after = 1;
-	handler = __atomic_load_n(&ulpt_lib_.handler, __ATOMIC_ACQUIRE);
 	if (handler)
 		handler(&f, ulpt_lib_.handler_arg);
-	errno = saved_errno;
-	if (state & STEP_OWN_TF)
-		ulpt_trap_chain_(&old_trap, sig, si, ucv);
-}
-
-static int step_installed;
-
-int ulpt_step_init_(void)
-{
-	int r = ulpt_trap_install_(on_trap, &old_trap);
-
-	step_installed = !r;
-	return r;
-}
-
-void ulpt_step_fini_(void)
-{
-	if (step_installed)
-		sigaction(SIGTRAP, &old_trap, NULL);
-	step_installed = 0;
-}
-
-struct sigaction *ulpt_step_chained_(void)
-{
-	return step_installed ? &old_trap : NULL;
 }
 
 /*
@@ -160,20 +138,36 @@ void ulpt_dispatch_(uint64_t *frame)
 		errno_ptr = &errno;
 	saved_errno = *errno_ptr;
 
+	if (__builtin_expect(f.reason == ULPT_REASON_AFTER, 0)) {
+		after_call(frame, handler);
+		*errno_ptr = saved_errno;
+		return;
+	}
+	/* A later fault of the instruction being stepped keeps its request (see above). */
+	int stepping = __builtin_expect(step_live != 0, 0) ? step_find_ip(f.ip) : -1;
+
 	switch (handler ? handler(&f, ulpt_lib_.handler_arg) : ULPT_DEFAULT) {
 	case ULPT_RETRY:
+		if (stepping >= 0) {
+			frame[ULPT_FRAME_INFO] = info | ULPT_INFO_STEP;
+			step_key(stepping, frame);
+		}
 		break;
 	case ULPT_PERMIT:
 		frame[ULPT_FRAME_INFO] = info | ULPT_INFO_PERMIT;
+		if (stepping >= 0) {
+			frame[ULPT_FRAME_INFO] |= ULPT_INFO_STEP;
+			step_key(stepping, frame);
+		}
 		break;
 	case ULPT_SKIP:
-		if (__builtin_expect(step_state != 0, 0))
-			step_cancel(frame);
+		if (stepping >= 0)      /* the instruction never completes: no after-call */
+			step_live &= ~(1u << stepping);
 		frame[ULPT_FRAME_RIP] = f.next_ip;
 		break;
 	case ULPT_PERMIT_STEP:
-		step_begin(frame, &f);
-		frame[ULPT_FRAME_INFO] = info | ULPT_INFO_PERMIT;
+		step_key(step_add(&f), frame);
+		frame[ULPT_FRAME_INFO] = info | ULPT_INFO_PERMIT | ULPT_INFO_STEP;
 		break;
 	default:
 		ulpt_default_segv_();

@@ -42,6 +42,8 @@ static __thread int in_handler __attribute__((tls_model("initial-exec")));
 /* ULPT_PERMIT_STEP: the record for the after-call of that instruction. */
 static __thread struct ulpt_fault step_fault __attribute__((tls_model("initial-exec")));
 static __thread int step_pending __attribute__((tls_model("initial-exec")));
+/* The program had TF set itself (a debugger steps it): the trap is its own too. */
+static __thread int step_own_tf __attribute__((tls_model("initial-exec")));
 
 static void *zalloc(size_t n)
 {
@@ -97,16 +99,66 @@ int ulpt_mprotect_protect_(void *addr, size_t len, unsigned deny)
 	return 0;
 }
 
-static void chain(const struct sigaction *old, int sig, siginfo_t *si, void *uc)
+/* The single steps of ULPT_PERMIT and ULPT_PERMIT_STEP trap after the instruction (TF). */
+#define RFLAGS_TF 0x100ull
+
+/*
+ * The library's signal handlers. Signals that a handler could not take while the library's
+ * single-step state is live wait until it is done: an asynchronous signal's handler on top of
+ * it might take a step of its own. Faults and traps stay deliverable (blocked, the kernel
+ * would kill the process), and SIGSEGV and SIGTRAP themselves too (SA_NODEFER): the handler
+ * and the after-call may fault and step again.
+ */
+static int install(int sig, void (*fn)(int, siginfo_t *, void *), struct sigaction *old)
 {
-	if (old->sa_flags & SA_SIGINFO) {
-		old->sa_sigaction(sig, si, uc);
-	} else if (old->sa_handler == SIG_IGN || old->sa_handler == SIG_DFL) {
-		/* Let the fault happen again with the default action. */
+	static const int sync_sigs[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS };
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = fn;
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_RESTART;
+	sigfillset(&sa.sa_mask);
+	for (unsigned i = 0; i < sizeof(sync_sigs) / sizeof(sync_sigs[0]); i++)
+		sigdelset(&sa.sa_mask, sync_sigs[i]);
+	return sigaction(sig, &sa, old) != 0 ? -errno : 0;
+}
+
+/*
+ * A signal that is not the library's goes to the handler the program had before, with the
+ * signal mask the kernel would have given it. With SIG_DFL the default action happens as
+ * without libulpt: a fault the CPU raised is made again (the core shows the instruction),
+ * anything else is raised again. SIG_IGN ignores it.
+ */
+static void chain(const struct sigaction *old, int sig, siginfo_t *si, void *ucv)
+{
+	ucontext_t *uc = ucv;
+	sigset_t m;
+
+	if (!(old->sa_flags & SA_SIGINFO) && old->sa_handler == SIG_IGN)
+		return;
+	if (!(old->sa_flags & SA_SIGINFO) && old->sa_handler == SIG_DFL) {
 		signal(sig, SIG_DFL);
-	} else {
-		old->sa_handler(sig);
+		if (sig == SIGSEGV && si->si_code > 0)
+			return;
+		sigemptyset(&m);
+		sigaddset(&m, sig);
+		sigprocmask(SIG_UNBLOCK, &m, NULL);
+		raise(sig);
+		return;
 	}
+	m = uc->uc_sigmask;
+	sigorset(&m, &m, &old->sa_mask);
+	if (!(old->sa_flags & SA_NODEFER))
+		sigaddset(&m, sig);
+	/* The library's own faults and traps must reach it inside that handler too (a blocked
+	 * SIGTRAP or SIGSEGV raised by the CPU kills the process). */
+	sigdelset(&m, SIGTRAP);
+	sigdelset(&m, SIGSEGV);
+	sigprocmask(SIG_SETMASK, &m, NULL);
+	if (old->sa_flags & SA_SIGINFO)
+		old->sa_sigaction(sig, si, ucv);
+	else
+		old->sa_handler(sig);
 }
 
 static void on_segv(int sig, siginfo_t *si, void *ucv)
@@ -154,9 +206,11 @@ static void on_segv(int sig, siginfo_t *si, void *ucv)
 			ulpt_default_segv_();
 			return;
 		}
+		if (!step_n)
+			step_own_tf = (gr[REG_EFL] & RFLAGS_TF) != 0;
 		step_page[step_n++] = page;
 		mprotect((void *)page, ULPT_PAGE_SIZE, PROT_READ | PROT_WRITE);
-		gr[REG_EFL] |= ULPT_RFLAGS_TF;      /* trap after this instruction */
+		gr[REG_EFL] |= RFLAGS_TF;      /* trap after this instruction */
 	} else if (act == ULPT_DEFAULT) {
 		ulpt_default_segv_();
 	}
@@ -169,7 +223,7 @@ static void on_trap(int sig, siginfo_t *si, void *ucv)
 	int saved_errno = errno;
 
 	if (!step_n || si->si_code <= 0) {
-		ulpt_trap_chain_(&old_trap, sig, si, ucv);
+		chain(&old_trap, sig, si, ucv);
 		return;
 	}
 	/* The permitted instruction is done: close its pages again with their current rights. */
@@ -177,7 +231,8 @@ static void on_trap(int sig, siginfo_t *si, void *ucv)
 		uintptr_t page = step_page[--step_n];
 		mprotect((void *)page, ULPT_PAGE_SIZE, prot_for(ulpt_mprotect_rights_(page)));
 	}
-	uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)ULPT_RFLAGS_TF;
+	if (!step_own_tf)
+		uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)RFLAGS_TF;
 	if (step_pending) {
 		struct ulpt_fault f = step_fault;
 		ulpt_handler_t handler = __atomic_load_n(&ulpt_lib_.handler, __ATOMIC_ACQUIRE);
@@ -193,20 +248,19 @@ static void on_trap(int sig, siginfo_t *si, void *ucv)
 		}
 	}
 	errno = saved_errno;
+	if (step_own_tf) {
+		step_own_tf = 0;
+		chain(&old_trap, sig, si, ucv);     /* the program's single step, after ours */
+	}
 }
 
 int ulpt_mprotect_init_(void)
 {
-	struct sigaction sa;
-	int e;
+	int e = install(SIGSEGV, on_segv, &old_segv);
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = on_segv;
-	sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGSEGV, &sa, &old_segv) != 0)
-		return -errno;
-	e = ulpt_trap_install_(on_trap, &old_trap);
+	if (e)
+		return e;
+	e = install(SIGTRAP, on_trap, &old_trap);
 	if (e) {
 		sigaction(SIGSEGV, &old_segv, NULL);
 		return e;

@@ -113,13 +113,7 @@ int ulpt_init(enum ulpt_backend backend)
 	if (backend == ULPT_BACKEND_ULPT || backend == ULPT_BACKEND_AUTO) {
 		r = ulpt_open();
 		if (r == 0) {
-			r = ulpt_step_init_();
-			if (r == 0) {
-				ulpt_lib_state_.backend = ULPT_BACKEND_ULPT;
-			} else {
-				arch_prctl(ARCH_ULPT_DISABLE, 0);
-				ulpt_lib_state_.view = NULL;
-			}
+			ulpt_lib_state_.backend = ULPT_BACKEND_ULPT;
 			goto out;
 		}
 		if (backend == ULPT_BACKEND_ULPT)
@@ -143,7 +137,6 @@ int ulpt_fini(void)
 		if (arch_prctl(ARCH_ULPT_DISABLE, 0) != 0)
 			r = -errno;
 		ulpt_lib_state_.view = NULL;
-		ulpt_step_fini_();
 		break;
 	case ULPT_BACKEND_MPROTECT:
 		r = ulpt_mprotect_fini_();
@@ -262,63 +255,6 @@ int ulpt_get(const void *addr, unsigned *page_deny, unsigned *line_deny)
 	return 0;
 }
 
-/*
- * The library's SIGTRAP handler: ULPT_PERMIT_STEP's after-call (both backends) and the
- * mprotect backend's ULPT_PERMIT runs in it. Signals that a handler could not take while the
- * library's single-step state is live wait until it is done: an asynchronous signal's handler
- * on top of it might take a step of its own. Faults and traps stay deliverable (blocked, the
- * kernel would kill the process), SIGTRAP itself too (SA_NODEFER): the after-call may fault and
- * step again.
- */
-int ulpt_trap_install_(void (*fn)(int, siginfo_t *, void *), struct sigaction *old)
-{
-	static const int sync_sigs[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS };
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = fn;
-	sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_RESTART;
-	sigfillset(&sa.sa_mask);
-	for (unsigned i = 0; i < sizeof(sync_sigs) / sizeof(sync_sigs[0]); i++)
-		sigdelset(&sa.sa_mask, sync_sigs[i]);
-	return sigaction(SIGTRAP, &sa, old) != 0 ? -errno : 0;
-}
-
-/*
- * A SIGTRAP that is not the library's goes to the handler the program had before, with the
- * signal mask the kernel would have given it; with SIG_DFL the default action happens (a core
- * dump, as without libulpt), SIG_IGN ignores it.
- */
-void ulpt_trap_chain_(const struct sigaction *old, int sig, siginfo_t *si, void *ucv)
-{
-	ucontext_t *uc = ucv;
-	sigset_t m;
-
-	if (!(old->sa_flags & SA_SIGINFO) && old->sa_handler == SIG_IGN)
-		return;
-	if (!(old->sa_flags & SA_SIGINFO) && old->sa_handler == SIG_DFL) {
-		signal(sig, SIG_DFL);
-		sigemptyset(&m);
-		sigaddset(&m, sig);
-		sigprocmask(SIG_UNBLOCK, &m, NULL);
-		raise(sig);
-		return;
-	}
-	m = uc->uc_sigmask;
-	sigorset(&m, &m, &old->sa_mask);
-	if (!(old->sa_flags & SA_NODEFER))
-		sigaddset(&m, sig);
-	/* The library's own faults and traps must reach it inside that handler too (a blocked
-	 * SIGTRAP or SIGSEGV raised by the CPU kills the process). */
-	sigdelset(&m, SIGTRAP);
-	sigdelset(&m, SIGSEGV);
-	sigprocmask(SIG_SETMASK, &m, NULL);
-	if (old->sa_flags & SA_SIGINFO)
-		old->sa_sigaction(sig, si, ucv);
-	else
-		old->sa_handler(sig);
-}
-
 /* The default SIGSEGV behaviour, from a handler that gives up. */
 void ulpt_default_segv_(void)
 {
@@ -333,8 +269,6 @@ struct sigaction *ulpt_chained_action_(int sig)
 	switch (ulpt_lib_state_.backend) {
 	case ULPT_BACKEND_MPROTECT:
 		return ulpt_mprotect_chained_(sig);
-	case ULPT_BACKEND_ULPT:
-		return sig == SIGTRAP ? ulpt_step_chained_() : NULL;
 	}
-	return NULL;
+	return NULL;                    /* the ULPT backend handles no signal */
 }

@@ -664,6 +664,83 @@ static int t_step_sigtrap_chain(void)
 	return 0;
 }
 
+/* ULPT_PERMIT_STEP without the kernel (ULPT backend): many stepped stores, each with its
+ * after-call, and not one SIGTRAP reaches the process. */
+static volatile int any_trap;
+static void count_trap(int sig) { (void)sig; any_trap++; }
+
+static enum ulpt_action count_handler(struct ulpt_fault *f, void *arg)
+{
+	(void)arg;
+	if (f->after)
+		step_n++;
+	return ULPT_PERMIT_STEP;
+}
+
+static int t_step_no_kernel(void)
+{
+	volatile uint64_t *p = pages(1);
+
+	if (backend != ULPT_BACKEND_ULPT)
+		return skip("the mprotect backend single-steps with SIGTRAP");
+	CHECK(signal(SIGTRAP, count_trap) != SIG_ERR, "signal");
+	CHECK(ulpt_init(backend) == 0 && ulpt_set_handler(count_handler, NULL, 0) == 0 &&
+	      deny_at(p, ULPT_DENY_W) == 0, "setup");
+	step_n = 0;
+	for (int i = 0; i < 1000; i++)
+		p[0] = (uint64_t)i;
+	CHECK(step_n == 1000 && p[0] == 999 && any_trap == 0,
+	      "1000 stepped stores: 1000 after-calls, no SIGTRAP (%d, %d)", step_n, any_trap);
+	return 0;
+}
+
+/* The program sets TF itself over a stepped store (as a debugger's step does): the after-call
+ * comes first, then the program's trap, at the instruction after the store, once. */
+extern char own_tf_store[], own_tf_next[];
+static volatile int order_after, order_trap, order_n;
+static volatile uintptr_t trap_rip;
+
+static enum ulpt_action order_handler(struct ulpt_fault *f, void *arg)
+{
+	(void)arg;
+	if (f->after)
+		order_after = ++order_n;
+	return ULPT_PERMIT_STEP;
+}
+
+static void order_trap_handler(int sig, siginfo_t *si, void *ucv)
+{
+	ucontext_t *uc = ucv;
+	(void)sig; (void)si;
+	if (!order_trap) {
+		order_trap = ++order_n;
+		trap_rip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+	}
+	uc->uc_mcontext.gregs[REG_EFL] &= ~0x100;
+}
+
+static int t_step_own_tf(void)
+{
+	volatile uint64_t *p = pages(1);
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = order_trap_handler;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	CHECK(sigaction(SIGTRAP, &sa, NULL) == 0, "sigaction");
+	CHECK(ulpt_init(backend) == 0 && ulpt_set_handler(order_handler, NULL, 0) == 0 &&
+	      deny_at(p, ULPT_DENY_W) == 0, "setup");
+	/* POPF sets TF: the trap comes after the next instruction, the store. */
+	asm volatile("pushfq\n orq $0x100, (%%rsp)\n popfq\n"
+	             ".globl own_tf_store\nown_tf_store: movq $5, (%0)\n"
+	             ".globl own_tf_next\nown_tf_next: nop" :: "r"(p) : "memory", "cc");
+	CHECK(order_after == 1 && order_trap == 2 && trap_rip == (uintptr_t)own_tf_next && p[0] == 5,
+	      "after-call, then the program's trap at the next instruction (after %d, trap %d at %#lx)",
+	      order_after, order_trap, (unsigned long)trap_rip);
+	return 0;
+}
+
 static int t_env_override(void)
 {
 	int st;
@@ -708,6 +785,8 @@ static const struct test {
 	{ "step_after_write", t_step_after_write, "ULPT_PERMIT_STEP: the after-call sees the value written" },
 	{ "step_rmw", t_step_rmw, "ULPT_PERMIT_STEP on a read-modify-write: one after-call" },
 	{ "step_sigtrap_chain", t_step_sigtrap_chain, "the program's SIGTRAP handler still gets its traps" },
+	{ "step_no_kernel", t_step_no_kernel, "ULPT_PERMIT_STEP on ULPT: after-calls with no SIGTRAP" },
+	{ "step_own_tf", t_step_own_tf, "a program that sets TF over a stepped store gets its trap after the after-call" },
 };
 
 int main(int argc, char **argv)
