@@ -119,6 +119,10 @@ extern char u_two_writes_2[], u_two_writes_end[];
 /* RSP loaded from memory: the next frame goes where *p points. */
 USER_INSN(u_load_rsp, "movq (%0), %%rsp\n.globl u_load_rsp_after\nu_load_rsp_after: nop")
 extern char u_load_rsp_after[];
+/* TF set by POPF: the write after it runs single-stepped (as under a debugger). */
+USER_INSN(u_tf_write, "pushfq\norq $0x100, (%%rsp)\npopfq\n.globl u_tf_write_store\nu_tf_write_store: movq $0x55, (%0)\n"
+                      ".globl u_tf_write_next\nu_tf_write_next: nop")
+extern char u_tf_write_store[], u_tf_write_next[];
 /* An instruction that raises #UD, for a handler to send the permit to. */
 asm(".text\n.globl u_ud2_insn\nu_ud2_insn: ud2\n");
 extern char u_ud2_insn[];
@@ -1466,6 +1470,15 @@ static void ret4_tf(void)
     hflags = 0x100;
     r = run_user_default(u_write8_next, tp[3]);
     bm_ok(r == 0x80 && hcount == 2, "R-RET-4: TRAP with TF cleared by the handler: no #DB (r %lu)", r);
+    /* TF already set at the faulting write (a debugger's step): the same. */
+    *(volatile uint64_t *)tp[3] = 0;
+    hreset(ACT_STEP);
+    r = run_user_default(u_tf_write, tp[3]);
+    bm_ok(r == 1 && hcount == 2 && last_trap.rip == (uint64_t)u_tf_write_next &&
+          *(volatile uint64_t *)tp[3] == 0x55 && hlog[0].w[ULPT_FRAME_RIP] == (uint64_t)u_tf_write_store &&
+          (hlog[1].w[ULPT_FRAME_INFO] & ULPT_INFO_TRAP),
+          "R-RET-4: a single-stepped write that faults: handler, after event with TRAP, then #DB at the next instruction (trap %lu at %lx, %d deliveries)",
+          r, last_trap.rip, hcount);
 }
 
 /* Writing the after event's frame faults: the ordinary #PF, at the next instruction. */
@@ -1549,7 +1562,7 @@ static const struct test_case ulpt_tests[] = {
     { "R-RET-4:step-alone", ret4_step_alone, 1 },
     { "R-RET-4:insn-faults", ret4_insn_faults, 3 },
     { "R-RET-4:irq", ret4_irq, 1 },
-    { "R-RET-4:tf", ret4_tf, 2 },
+    { "R-RET-4:tf", ret4_tf, 3 },
     { "R-RET-4:frame-fault", ret4_frame_fault, 2 },
 };
 

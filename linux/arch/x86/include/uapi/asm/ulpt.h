@@ -43,11 +43,14 @@ struct ulpt_frame {
 #define ULPT_REASON_PAGE       1u
 #define ULPT_REASON_LINE       2u
 #define ULPT_REASON_MALFORMED  3u
+#define ULPT_REASON_AFTER      4u      /* an after event (ULPT_INFO_STEP) */
 #define ULPT_INFO_KIND(i)      ((unsigned int)(i) & 7u)
 #define ULPT_INFO_PERMITTED(i) ((unsigned int)((i) >> 4) & 7u)
 #define ULPT_INFO_REASON(i)    ((unsigned int)((i) >> 8) & 0xffu)
 #define ULPT_INFO_SIZE(i)      ((unsigned int)((i) >> 16) & 0xffffu)   /* bytes; 0 for a fetch */
 #define ULPT_INFO_PERMIT       0x100000000ULL
+#define ULPT_INFO_STEP         0x200000000ULL  /* set by the handler: an after event follows */
+#define ULPT_INFO_TRAP         0x400000000ULL  /* after event: a TF trap waits for UIRET */
 
 /*
  * si_code of the SIGSEGV for a violation (as in asm-generic/siginfo.h, which C
