@@ -9,7 +9,8 @@
  * mask 0xe7, limited by XCR0; ulpt_xsave_size_ is the standard-format area's size), because
  * compilers use SSE and AVX in memcpy, struct copies and printf. MPX and PKRU are left out: a C
  * function does not change them, and skipping them makes the save a third of the size.
- * ulpt_entry_gpr_ is for handlers built general-register-only.
+ * ulpt_entry_gpr_ is for handlers built general-register-only; it takes the XSAVE path for
+ * an after event (R-RET-4), whose after-call is where such handlers do their vector work.
  *
  * ulpt_entry_avx_ is the default where XCR0 enables x87, SSE and AVX but not AVX-512 (ulpt.c):
  * the same state saved with plain instructions, which the emulated CPU runs inline, where
@@ -71,6 +72,11 @@ ulpt_default_fcw:
 	.type ulpt_entry_gpr_, @function
 ulpt_entry_gpr_:
 	SAVE_GPRS
+	/* An after event (reason 4, ULPT_REASON_AFTER: ULPT_PERMIT_STEP's after-call) runs what
+	   a general-register handler leaves for later, code that may use vector registers (a
+	   callback, a report): it gets the full save. info's reason byte is at 8 + 8 + 1. */
+	cmpb $4, 17(%rbp)
+	je .Lxsave_body
 	andq $-16, %rsp
 	cld
 	leaq 8(%rbp), %rdi

@@ -1,6 +1,6 @@
 /*
  * The program's own handlers for the signals libulpt handles (SIGSEGV and SIGTRAP on mprotect,
- * SIGTRAP on ULPT). A program that installs one after the agent started would take the
+ * none on ULPT). A program that installs one after the agent started would take the
  * signal from the library and break the watching; so sigaction and signal are wrapped here,
  * and for those signals the program's action becomes the one libulpt chains to (it gets every
  * signal that is not the library's), while what sigaction reports back is the program's own.
