@@ -100,7 +100,7 @@ $(LB)/libulpt.so: $(LB)/$(LIBULPT_SONAME).1.0
 # Tests and examples link the shared library from the build tree ($ORIGIN-relative rpath).
 $(LB)/test/%: libulpt/test/%.c libulpt/include/ulpt.h $(LB)/libulpt.so
 	@mkdir -p $(@D)
-	$(CC) -O2 -g -Wall -Wextra -Werror -Ilibulpt/include -o $@ $< -L$(LB) -lulpt -lpthread '-Wl,-rpath,$$ORIGIN/..'
+	$(CC) -O2 -g -Wall -Wextra -Werror -Ilibulpt/include -o $@ $< -L$(LB) -lulpt -lunwind -lpthread '-Wl,-rpath,$$ORIGIN/..'
 $(B)/examples/%: examples/%.c libulpt/include/ulpt.h $(LB)/libulpt.so
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -Wall -Wextra -Werror -Ilibulpt/include -o $@ $< -L$(LB) -lulpt -lpthread '-Wl,-rpath,$$ORIGIN/../libulpt'

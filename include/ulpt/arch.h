@@ -69,7 +69,7 @@
 #define ULPT_REASON_PAGE       1u
 #define ULPT_REASON_LINE       2u
 #define ULPT_REASON_MALFORMED  3u
-/* Not a violation: the instruction let through with ULPT_INFO_STEP completed (R-RET-4). */
+/* Not a violation: a STEP instruction completed (R-RET-4). */
 #define ULPT_REASON_AFTER      4u
 
 /* Delivery frame (spec 6): 8 words at the handler's RSP. */
@@ -91,9 +91,9 @@
 /* The size of the access in bytes; 0 for a fetch. */
 #define ULPT_INFO_SIZE(i)      ((unsigned int)((i) >> 16) & 0xffffu)
 #define ULPT_INFO_PERMIT       0x100000000ULL
-/* Set by the handler: an after event when the instruction has completed (R-RET-4). */
+/* Set by the handler: an after event follows (R-RET-4). */
 #define ULPT_INFO_STEP         0x200000000ULL
-/* In an after event: a single-step trap (TF) waits for the UIRET that returns (R-RET-4). */
+/* After event: a TF trap waits for its UIRET (R-RET-4). */
 #define ULPT_INFO_TRAP         0x400000000ULL
 
 /* #PF error code bit of an escalated violation (spec 6.1). */

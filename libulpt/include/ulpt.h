@@ -63,8 +63,9 @@ enum ulpt_action {
 /*
  * ULPT_PERMIT_STEP, the second call ("after-call"):
  * - ULPT backend: the CPU delivers an after event once the instruction has completed
- *   (docs/spec.md R-RET-4) and the after-call runs like any call, with no signal, TF or kernel
- *   entry; the program's own TF (a debugger) is left alone. mprotect backend: the instruction
+ *   (docs/spec.md R-RET-4), with no signal, TF or kernel entry; the after-call runs once the
+ *   handler has returned, with every register saved and faults delivered as usual (as in a
+ *   signal handler); the program's own TF (a debugger) is left alone. mprotect backend: the instruction
  *   is single-stepped with RFLAGS.TF and the after-call runs in the library's SIGTRAP handler,
  *   so it must be async-signal-safe there. In every call the handler must not touch memory
  *   whose rights it denies;

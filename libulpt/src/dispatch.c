@@ -45,8 +45,8 @@ static __thread int *errno_ptr __attribute__((tls_model("initial-exec")));
 /*
  * ULPT_PERMIT_STEP: UIRET lets the instruction through with the frame's PERMIT and STEP bits,
  * and the CPU delivers an after event (reason AFTER) here once it has completed
- * (docs/spec.md R-RET-4): the after-call runs in the same context as any call, with no signal,
- * TF or kernel entry. The record is that of the last fault of the instruction whose
+ * (docs/spec.md R-RET-4), with no signal, TF or kernel entry; the after-call then runs in
+ * ulpt_after_tramp_ (below). The record is that of the last fault of the instruction whose
  * decision was ULPT_PERMIT_STEP. A later fault of the same instruction (an RMW denied both
  * kinds) ends the CPU's request, so the decision for it asks again unless it is ULPT_SKIP
  * (the record is then that fault's only if its decision was ULPT_PERMIT_STEP).
@@ -92,23 +92,67 @@ static void step_key(int i, const uint64_t *frame)
 	steps[i].start = frame[ULPT_FRAME_START];
 }
 
-/* The after event: the after-call with the request's record (its decision is ignored). */
-static void after_call(const uint64_t *frame, ulpt_handler_t handler)
+/*
+ * After-calls run in ulpt_after_tramp_ (entry.S), after the UIRET of the after event: outside
+ * the ULPT handler, so that faults inside them are delivered (watchlib and the agent read and
+ * report there), with the full register state saved. Their records wait here, last in first
+ * out: one that a signal handler or the after-call itself starts meanwhile ends first.
+ */
+#define MAX_AFTERS 8
+static __thread struct {
+	struct ulpt_fault rec;
+	uint64_t rflags;            /* the program's, restored after the call */
+} afters[MAX_AFTERS] __attribute__((tls_model("initial-exec")));
+static __thread unsigned after_depth __attribute__((tls_model("initial-exec")));
+void ulpt_after_tramp_(void) HIDDEN;
+
+/* Below the program's red zone; with ULPT_STKADJ 128 (Linux's) this is the frame's start
+ * word or the padding above the frame, which UIRET does not read. */
+#define TRAMP_SLOT (128 + 8)
+
+uint64_t ulpt_after_run_(void) HIDDEN;
+uint64_t ulpt_after_run_(void)
+{
+	unsigned d = after_depth - 1;
+	struct ulpt_fault f = afters[d].rec;
+	uint64_t rflags = afters[d].rflags;
+	ulpt_handler_t handler = __atomic_load_n(&ulpt_lib_.handler, __ATOMIC_ACQUIRE);
+	int saved_errno = *errno_ptr;
+
+	after_depth = d;
+	if (handler)
+		handler(&f, ulpt_lib_.handler_arg);
+	*errno_ptr = saved_errno;
+	return rflags;
+}
+
+/* The after event: send UIRET to the trampoline with the request's record. */
+static void after_event(uint64_t *frame, ulpt_handler_t handler)
 {
 	struct ulpt_fault f;
+	uint64_t rsp = frame[ULPT_FRAME_RSP];
 	int i;
 
 	for (i = 0; i < MAX_STEPS; i++)
 		if ((step_live >> i & 1) && steps[i].addr == frame[ULPT_FRAME_ADDR] &&
 		    steps[i].start == frame[ULPT_FRAME_START])
 			break;
-	if (i == MAX_STEPS)
-		return;                     /* not a request of this library */
+	if (i == MAX_STEPS || !handler)
+		return;                     /* not a request of this library, or no handler now */
 	f = steps[i].rec;
-	step_live &= ~(1u << i);            /* before the call: it may step again */
+	step_live &= ~(1u << i);
 	f.after = 1;
-	if (handler)
-		handler(&f, ulpt_lib_.handler_arg);
+	if (after_depth == MAX_AFTERS) {
+		handler(&f, ulpt_lib_.handler_arg);     /* nested too deep: here, as a last resort */
+		return;
+	}
+	afters[after_depth].rec = f;
+	afters[after_depth].rflags = frame[ULPT_FRAME_RFLAGS];
+	after_depth++;
+	*(uint64_t *)(rsp - TRAMP_SLOT) = frame[ULPT_FRAME_RIP];
+	frame[ULPT_FRAME_RSP] = rsp - TRAMP_SLOT;
+	frame[ULPT_FRAME_RIP] = (uintptr_t)ulpt_after_tramp_;
+	frame[ULPT_FRAME_RFLAGS] &= ~0x100ull;      /* TF: the trampoline's POPFQ restores it */
 }
 
 /*
@@ -139,7 +183,7 @@ void ulpt_dispatch_(uint64_t *frame)
 	saved_errno = *errno_ptr;
 
 	if (__builtin_expect(f.reason == ULPT_REASON_AFTER, 0)) {
-		after_call(frame, handler);
+		after_event(frame, handler);
 		*errno_ptr = saved_errno;
 		return;
 	}

@@ -9,8 +9,7 @@
  * mask 0xe7, limited by XCR0; ulpt_xsave_size_ is the standard-format area's size), because
  * compilers use SSE and AVX in memcpy, struct copies and printf. MPX and PKRU are left out: a C
  * function does not change them, and skipping them makes the save a third of the size.
- * ulpt_entry_gpr_ is for handlers built general-register-only; it takes the XSAVE path for
- * an after event (R-RET-4), whose after-call is where such handlers do their vector work.
+ * ulpt_entry_gpr_ is for handlers built general-register-only.
  *
  * ulpt_entry_avx_ is the default where XCR0 enables x87, SSE and AVX but not AVX-512 (ulpt.c):
  * the same state saved with plain instructions, which the emulated CPU runs inline, where
@@ -38,9 +37,54 @@ ulpt_default_fcw:
 	.word 0x37f
 	.section .text.ulpt_fault, "ax", @progbits
 
-.macro SAVE_GPRS
-	pushq %rbp
-	movq %rsp, %rbp              /* frame at 8(%rbp) */
+/*
+ * Call frame information, so that a backtrace taken in a handler (a report, gdb's bt) goes
+ * on from a stub into the interrupted program, as through the kernel's signal trampoline:
+ * the caller's RSP and RIP are the frame's rsp and rip words, read through the frame at \off
+ * bytes above \breg (DWARF 0x77 RSP, 0x76 RBP). The other registers are where the stub put
+ * them. The faulting RIP is not a return address, which unwinders look up at RIP - 1, so the
+ * caller's RIP is given as the frame's rip + 1 (a backtrace shows the faulting instruction's
+ * address + 1, and its function and line). Not a signal frame (.cfi_signal_frame), which
+ * would be exact, because libunwind takes every such frame for the kernel's rt_sigframe.
+ */
+#define DW_RSP 0x77
+#define DW_RBP 0x76
+.macro FRAME_CFI breg, off
+	.cfi_escape 0x0f, 0x03, \breg, (\off + 48), 0x06     /* CFA = *(breg + off + 48) */
+	/* RIP = *(breg + off + 32) + 1 (DW_CFA_val_expression): see above */
+	.cfi_escape 0x16, 0x10, 0x05, \breg, (\off + 32), 0x06, 0x23, 0x01
+.endm
+
+.macro STUB_START name
+	.globl \name
+	.hidden \name
+	.type \name, @function
+\name:
+	.cfi_startproc
+	FRAME_CFI DW_RSP, 0
+.endm
+
+.macro STUB_END name
+	.cfi_endproc
+	.size \name, . - \name
+.endm
+
+/* The saved RBP and the registers PUSH_SCRATCH pushes, at RBP and below. */
+.macro SAVED_GPRS_CFI
+	.cfi_escape 0x10, 0x06, 0x02, DW_RBP, 0x00              /* rbp */
+	.cfi_escape 0x10, 0x00, 0x02, DW_RBP, 0x78              /* rax at -8 */
+	.cfi_escape 0x10, 0x02, 0x02, DW_RBP, 0x70              /* rcx */
+	.cfi_escape 0x10, 0x01, 0x02, DW_RBP, 0x68              /* rdx */
+	.cfi_escape 0x10, 0x04, 0x02, DW_RBP, 0x60              /* rsi */
+	.cfi_escape 0x10, 0x05, 0x02, DW_RBP, 0x58              /* rdi */
+	.cfi_escape 0x10, 0x08, 0x02, DW_RBP, 0x50              /* r8 */
+	.cfi_escape 0x10, 0x09, 0x02, DW_RBP, 0x48              /* r9 */
+	.cfi_escape 0x10, 0x0a, 0x02, DW_RBP, 0x40              /* r10 */
+	.cfi_escape 0x10, 0x0b, 0x03, DW_RBP, 0xb8, 0x7f        /* r11 at -72 */
+.endm
+
+/* The registers a C function may clobber (with RBP pushed first and set: they go below it). */
+.macro PUSH_SCRATCH
 	pushq %rax
 	pushq %rcx
 	pushq %rdx
@@ -52,44 +96,8 @@ ulpt_default_fcw:
 	pushq %r11
 .endm
 
-.macro RESTORE_GPRS_AND_RETURN
-	leaq -72(%rbp), %rsp
-	popq %r11
-	popq %r10
-	popq %r9
-	popq %r8
-	popq %rdi
-	popq %rsi
-	popq %rdx
-	popq %rcx
-	popq %rax
-	popq %rbp
-	.long ULPT_UIRET_INSN                /* uiret */
-.endm
-
-	.globl ulpt_entry_gpr_
-	.hidden ulpt_entry_gpr_
-	.type ulpt_entry_gpr_, @function
-ulpt_entry_gpr_:
-	SAVE_GPRS
-	/* An after event (reason 4, ULPT_REASON_AFTER: ULPT_PERMIT_STEP's after-call) runs what
-	   a general-register handler leaves for later, code that may use vector registers (a
-	   callback, a report): it gets the full save. info's reason byte is at 8 + 8 + 1. */
-	cmpb $4, 17(%rbp)
-	je .Lxsave_body
-	andq $-16, %rsp
-	cld
-	leaq 8(%rbp), %rdi
-	call ulpt_dispatch_
-	RESTORE_GPRS_AND_RETURN
-	.size ulpt_entry_gpr_, . - ulpt_entry_gpr_
-
-	.globl ulpt_entry_xsave_
-	.hidden ulpt_entry_xsave_
-	.type ulpt_entry_xsave_, @function
-ulpt_entry_xsave_:
-	SAVE_GPRS
-.Lxsave_body:
+/* The vector and x87 state below RSP (clobbers RAX, RDX), and back from there. */
+.macro XSAVE_STATE
 	subq ulpt_xsave_size_(%rip), %rsp
 	andq $-64, %rsp
 	/* XRSTOR wants the header's reserved bytes zero; XSAVE writes only XSTATE_BV. */
@@ -107,20 +115,70 @@ ulpt_entry_xsave_:
 	xsave64 (%rsp)
 	ldmxcsr ulpt_default_mxcsr(%rip)
 	fninit                       /* an empty x87 stack, as C code expects (XRSTOR restores) */
-	cld
-	leaq 8(%rbp), %rdi
-	call ulpt_dispatch_
+.endm
+
+.macro XRSTOR_STATE
 	movl $XSAVE_MASK, %eax
 	xorl %edx, %edx
 	xrstor64 (%rsp)
-	RESTORE_GPRS_AND_RETURN
-	.size ulpt_entry_xsave_, . - ulpt_entry_xsave_
+.endm
 
-	.globl ulpt_entry_avx_
-	.hidden ulpt_entry_avx_
-	.type ulpt_entry_avx_, @function
-ulpt_entry_avx_:
-	SAVE_GPRS
+.macro RESTORE_GPRS
+	leaq -72(%rbp), %rsp
+	popq %r11
+	popq %r10
+	popq %r9
+	popq %r8
+	popq %rdi
+	popq %rsi
+	popq %rdx
+	popq %rcx
+	popq %rax
+	popq %rbp
+.endm
+
+/* A stub saves RBP and the scratch registers, with its CFI: the frame is at 8(%rbp) after. */
+.macro STUB_SAVE_GPRS
+	pushq %rbp
+	FRAME_CFI DW_RSP, 8
+	.cfi_escape 0x10, 0x06, 0x02, DW_RSP, 0x00              /* rbp at RSP */
+	movq %rsp, %rbp              /* frame at 8(%rbp) */
+	FRAME_CFI DW_RBP, 8
+	PUSH_SCRATCH
+	SAVED_GPRS_CFI
+.endm
+
+.macro RESTORE_GPRS_AND_RETURN
+	.cfi_remember_state
+	RESTORE_GPRS
+	FRAME_CFI DW_RSP, 0
+	.cfi_same_value %rbp
+	.long ULPT_UIRET_INSN                /* uiret */
+	.cfi_restore_state
+.endm
+
+	STUB_START ulpt_entry_gpr_
+	STUB_SAVE_GPRS
+	andq $-16, %rsp
+	cld
+	leaq 8(%rbp), %rdi
+	call ulpt_dispatch_
+	RESTORE_GPRS_AND_RETURN
+	STUB_END ulpt_entry_gpr_
+
+	STUB_START ulpt_entry_xsave_
+	STUB_SAVE_GPRS
+.Lxsave_body:
+	XSAVE_STATE
+	cld
+	leaq 8(%rbp), %rdi
+	call ulpt_dispatch_
+	XRSTOR_STATE
+	RESTORE_GPRS_AND_RETURN
+	STUB_END ulpt_entry_xsave_
+
+	STUB_START ulpt_entry_avx_
+	STUB_SAVE_GPRS
 	subq $544, %rsp              /* ymm0-15 at 0, x87 environment at 512, MXCSR at 540 */
 	andq $-32, %rsp
 	fnstenv 512(%rsp)            /* (masks x87 exceptions: FLDENV below restores) */
@@ -172,6 +230,48 @@ ulpt_entry_avx_:
 	fldenv 512(%rsp)
 	leaq -72(%rbp), %rsp
 	jmp .Lxsave_body
-	.size ulpt_entry_avx_, . - ulpt_entry_avx_
+	STUB_END ulpt_entry_avx_
+
+/*
+ * Where the UIRET of an after event goes (dispatch.c): the after-call of ULPT_PERMIT_STEP
+ * runs here, outside the ULPT handler, so that its own faults reach the handler as usual (as
+ * in a signal handler, without the kernel), and with every register saved, so that it may use
+ * the vector registers whatever stub the handler has. On entry every register is the
+ * program's, RFLAGS too but TF; RSP is the program's minus 136, below its red zone, where
+ * dispatch.c stored the program's RIP (the next instruction). ulpt_after_run_ returns the
+ * program's RFLAGS: POPFQ puts them back (a TF there traps after the RET, at that RIP, as
+ * the CPU would have), and RET $128 returns to the program's RIP and RSP.
+ */
+	.globl ulpt_after_tramp_
+	.hidden ulpt_after_tramp_
+	.type ulpt_after_tramp_, @function
+ulpt_after_tramp_:
+	/* The program's frame: CFA = its RSP = RSP + 136, its RIP at RSP (after the instruction
+	   that completed, as a return address is). */
+	.cfi_startproc
+	.cfi_def_cfa %rsp, 136
+	.cfi_offset %rip, -136
+	subq $8, %rsp                /* the RFLAGS slot, at 8(%rbp) below; RIP at 16(%rbp) */
+	.cfi_adjust_cfa_offset 8
+	pushq %rbp
+	.cfi_adjust_cfa_offset 8
+	.cfi_offset %rbp, -152
+	movq %rsp, %rbp
+	.cfi_def_cfa_register %rbp
+	PUSH_SCRATCH
+	SAVED_GPRS_CFI
+	XSAVE_STATE
+	cld
+	call ulpt_after_run_
+	movq %rax, 8(%rbp)
+	XRSTOR_STATE
+	RESTORE_GPRS
+	.cfi_def_cfa %rsp, 144
+	.cfi_same_value %rbp
+	popfq
+	.cfi_adjust_cfa_offset -8
+	ret $128
+	.cfi_endproc
+	.size ulpt_after_tramp_, . - ulpt_after_tramp_
 
 	.section .note.GNU-stack, "", @progbits

@@ -20,6 +20,8 @@
 #include <ucontext.h>
 #include <unistd.h>
 #include <ulpt.h>
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
 
 static int backend;                     /* the backend under test */
 static const char *self;
@@ -741,6 +743,73 @@ static int t_step_own_tf(void)
 	return 0;
 }
 
+/* A backtrace taken in the handler goes through the entry stub (its CFI) into the program:
+ * the faulting function and its caller, in the fault's call and in the after-call (through
+ * the after trampoline). tests/suites/libulpt.sh also runs gdb's bt at unwind_handler. */
+static volatile unsigned unwind_seen;
+
+static void unwind_victim(volatile uint64_t *p);
+static int t_unwind(void);
+
+/* Bit 0 (+ shift): a frame in unwind_victim; bit 1: one in t_unwind after it. */
+static unsigned unwind_marks(unw_word_t start, unsigned seen, unsigned shift)
+{
+	if (start == (uintptr_t)unwind_victim)
+		seen |= 1u << shift;
+	else if (start == (uintptr_t)t_unwind && (seen & (1u << shift)))
+		seen |= 2u << shift;
+	return seen;
+}
+
+static enum ulpt_action unwind_handler(struct ulpt_fault *f, void *arg)
+{
+	unw_context_t uc;
+	unw_cursor_t c;
+	unw_proc_info_t pi;
+	void *pcs[32];
+	unsigned seen = 0, fast = 0, shift = f->after ? 2 : 0;
+	int n;
+
+	(void)arg;
+	/* Step by step (unw_step), and libunwind's fast trace (unw_backtrace, which the agent's
+	 * reports use in the after-call). */
+	unw_getcontext(&uc);
+	unw_init_local(&c, &uc);
+	for (int depth = 0; depth < 32 && unw_step(&c) > 0; depth++)
+		if (unw_get_proc_info(&c, &pi) == 0)
+			seen = unwind_marks(pi.start_ip, seen, shift);
+	n = unw_backtrace(pcs, 32);
+	/* A return address points after its call; the frame a fault interrupted, at the
+	 * instruction: look both up. */
+	for (int i = 0; i < n; i++)
+		for (int back = 0; back < 2; back++)
+			if (unw_get_proc_info_by_ip(unw_local_addr_space, (unw_word_t)pcs[i] - back, &pi, NULL) == 0)
+				fast = unwind_marks(pi.start_ip, fast, shift);
+	/* libunwind's fast trace stops at the fault's stub (it cannot follow a CFA read from
+	 * memory, the frame's rsp): only unw_step goes on there. */
+	unwind_seen |= f->after ? seen & fast : seen;
+	return f->after ? ULPT_DEFAULT : ULPT_PERMIT_STEP;
+}
+
+static void __attribute__((noinline)) unwind_victim(volatile uint64_t *p)
+{
+	*p = 1;
+	asm volatile("nop" ::: "memory");       /* the next instruction is still this function's */
+}
+
+static int t_unwind(void)
+{
+	volatile uint64_t *p = pages(1);
+
+	CHECK(ulpt_init(backend) == 0 && ulpt_set_handler(unwind_handler, NULL, 0) == 0 &&
+	      deny_at(p, ULPT_DENY_W) == 0, "setup");
+	unwind_victim(p);
+	CHECK((unwind_seen & 3) == 3, "libunwind in the handler finds the faulting function, then its caller (%#x)",
+	      unwind_seen);
+	CHECK((unwind_seen & 12) == 12, "... and in the after-call (%#x)", unwind_seen);
+	return 0;
+}
+
 static int t_env_override(void)
 {
 	int st;
@@ -786,6 +855,7 @@ static const struct test {
 	{ "step_rmw", t_step_rmw, "ULPT_PERMIT_STEP on a read-modify-write: one after-call" },
 	{ "step_sigtrap_chain", t_step_sigtrap_chain, "the program's SIGTRAP handler still gets its traps" },
 	{ "step_no_kernel", t_step_no_kernel, "ULPT_PERMIT_STEP on ULPT: after-calls with no SIGTRAP" },
+	{ "unwind", t_unwind, "a backtrace in the handler and the after-call reaches the program (libunwind)" },
 	{ "step_own_tf", t_step_own_tf, "a program that sets TF over a stepped store gets its trap after the after-call" },
 };
 

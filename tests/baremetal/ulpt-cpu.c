@@ -1252,14 +1252,21 @@ static void ret2_rep(void)
 }
 
 /* A read-modify-write on a line denying both kinds: both reported, the access done once. */
+/* The word of a line that denies both kinds, holding 40; the handler does `action`. */
+static volatile uint64_t *rmw_setup(int action)
+{
+    fresh((uint64_t)ulpt_entry);
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NR(2) | ULPT_LINE_NW(2));
+    *(volatile uint64_t *)(tp[3] + 256) = 40;
+    hreset(action);
+    return (volatile uint64_t *)(tp[3] + 256);
+}
+
 static void ret3_rmw(void)
 {
     uint64_t r;
 
-    fresh((uint64_t)ulpt_entry);
-    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NR(2) | ULPT_LINE_NW(2));
-    *(volatile uint64_t *)(tp[3] + 256) = 40;
-    hreset(ACT_PERMIT);
+    rmw_setup(ACT_PERMIT);
     r = run_user_default(u_add, tp[3] + 256);
     bm_ok(r == 0x80 && hcount == 2 && *(volatile uint64_t *)(tp[3] + 256) == 41,
           "R-RET-3: add on an R+W-denied line completes once after two deliveries (%d)", hcount);
@@ -1331,10 +1338,7 @@ static void ret4_rmw(void)
 {
     uint64_t r;
 
-    fresh((uint64_t)ulpt_entry);
-    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NR(2) | ULPT_LINE_NW(2));
-    *(volatile uint64_t *)(tp[3] + 256) = 40;
-    hreset(ACT_STEP);
+    rmw_setup(ACT_STEP);
     r = run_user_default(u_add_next, tp[3] + 256);
     bm_ok(r == 0x80 && hcount == 3 && *(volatile uint64_t *)(tp[3] + 256) == 41 &&
           ULPT_INFO_REASON(hlog[1].w[ULPT_FRAME_INFO]) == ULPT_REASON_LINE &&

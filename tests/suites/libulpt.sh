@@ -2,7 +2,7 @@
 # libulpt's suite (libulpt/test/ulpt-test.c) on every backend where it runs: the mprotect
 # backend on the host; both backends in the guest on -cpu ulpt; on -cpu max the mprotect backend,
 # and the ULPT backend reports itself unavailable. Then the example on the host and the guest,
-# and pkg-config against an installed copy.
+# and pkg-config against an installed copy; gdb's bt through the entry stub.
 set -o pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 run=$top/scripts/ulpt-run
@@ -19,7 +19,7 @@ ex=$top/build/examples/watch-write
 } | awk '/^1\.\.[0-9]+$/ { next } { print }' > /tmp/.libulpt-suite.$$
 rc=$?
 n=$(grep -c '^\(not \)\{0,1\}ok' /tmp/.libulpt-suite.$$)
-echo "1..$((n + 5))"
+echo "1..$((n + 7))"
 awk '{ if (sub(/^ok [0-9]+ /, "ok " ++i " ") || sub(/^not ok [0-9]+ /, "not ok " ++i " ")) print; else print }' /tmp/.libulpt-suite.$$
 rm -f /tmp/.libulpt-suite.$$
 i=$n
@@ -40,4 +40,15 @@ out=$("$inst/bin/ulpt-watch" -w watched -- "$top/build/watchlib/test/progs/count
 ok $([[ "$out" == *"counts: ok"*"watched"*"0 reads, 2000 writes"* ]] && [ -f "$inst/share/man/man1/ulpt-watch.1" ]; echo $?) \
    "the installed ulpt-watch finds its installed agent; its man page is installed"
 rm -rf "$inst"
+
+# gdb's bt at a handler goes through libulpt's entry stub (the fault) and its after trampoline
+# (ULPT_PERMIT_STEP's after-call) into the program: the CFI of libulpt/src/entry.S.
+out=$("$run" --no-share -- gdb -nx -batch -ex 'set follow-fork-mode child' -ex 'break unwind_handler' \
+  -ex run -ex bt -ex continue -ex bt -ex continue --args "$t" ulpt unwind 2>&1)
+bts=$(printf '%s\n' "$out" | awk '/^#[0-9]/ { printf "%s ", $0 } /hit Breakpoint/ { printf "\n" }')
+ok $(printf '%s\n' "$bts" | grep -q 'ulpt_dispatch_.*ulpt_entry_[a-z]*_ ().*in unwind_victim .*in t_unwind .*in main'; echo $?) \
+   "gdb bt in a handler: through the entry stub into the faulting function and its callers"
+ok $(printf '%s\n' "$bts" | grep -q 'ulpt_after_tramp_ ().*in unwind_victim .*in t_unwind .*in main' &&
+     [[ "$out" == *"ok 1 - ulpt: unwind"* ]]; echo $?) \
+   "gdb bt in an after-call: through the after trampoline into the program, which then passes"
 exit $rc

@@ -2,8 +2,8 @@
  * The agent's fault handler. Built -mgeneral-regs-only: it runs in libulpt's entry stub that
  * saves no vector state, on every fault, so it must be cheap and must not call libc's string
  * functions. Error reports need much more (unwinding, symbols, stdio): they run in the
- * after-call of ULPT_PERMIT_STEP, where every register is saved (by libulpt's stub for the
- * after event on ULPT, by the kernel for the SIGTRAP handler on mprotect).
+ * after-call of ULPT_PERMIT_STEP, where every register is saved (by libulpt on ULPT, by the
+ * kernel for the SIGTRAP handler on mprotect).
  *
  * SPDX-License-Identifier: MIT
  */

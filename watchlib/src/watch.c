@@ -10,9 +10,8 @@
  *
  * The fault path (wl_handle_fault) is built -mgeneral-regs-only: libulpt's cheap entry stub
  * saves no vector state. Anything that may use vector registers (the program's callback) runs
- * in the after-call of ULPT_PERMIT_STEP, where libulpt saves them: its general-register stub
- * takes the full save for an after event (ULPT), or the after-call is a signal handler
- * (mprotect), where the kernel has saved them.
+ * in the after-call of ULPT_PERMIT_STEP, where libulpt (ULPT) or the kernel (mprotect: a
+ * signal handler) has saved them.
  *
  * Counting. An access is counted once per watchpoint whose bytes it touches and whose mode has
  * the access's kind. A read-modify-write on bytes watched for writes faults twice on ULPT (read,
