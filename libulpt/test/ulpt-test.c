@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/ptrace.h>
+#include <sys/user.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <ucontext.h>
@@ -810,6 +812,95 @@ static int t_unwind(void)
 	return 0;
 }
 
+/* A debugger single-steps a store that faults into the handler (PTRACE_SINGLESTEP, as gdb's
+ * stepi): the handler and its after-call run, and the step stops at the next instruction.
+ * (A handler that makes a system call would stop at its exit: the kernel reports a step there,
+ * as for a signal handler; docs/linux-api.md.) */
+extern char ptrace_store[], ptrace_next[];
+static volatile int *shared_after;
+
+static enum ulpt_action shared_handler(struct ulpt_fault *f, void *arg)
+{
+	(void)arg;
+	if (f->after)
+		__atomic_add_fetch(shared_after, 1, __ATOMIC_RELAXED);
+	return ULPT_PERMIT_STEP;
+}
+
+static int t_step_ptrace(void)
+{
+	volatile uint64_t *p = mmap(NULL, ULPT_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct user_regs_struct regs;
+	int st;
+
+	if (backend != ULPT_BACKEND_ULPT)
+		return skip("the mprotect backend single-steps the program itself");
+	CHECK(p != MAP_FAILED, "mmap");
+	shared_after = mmap(NULL, ULPT_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	CHECK(shared_after != MAP_FAILED, "mmap");
+	pid_t pid = fork();
+	if (pid == 0) {
+		long r;
+		if (ptrace(PTRACE_TRACEME, 0, 0, 0) != 0 || ulpt_init(backend) ||
+		    ulpt_set_handler(shared_handler, NULL, 0) || deny_at(p, ULPT_DENY_W))
+			_exit(2);
+		/* A first fault makes the library's per-thread setup (gettid): a system call in the
+		 * handler under PTRACE_SINGLESTEP would stop there (see below). */
+		p[1] = 1;
+		/* Stop with RIP at the store: kill(getpid(), SIGSTOP) as the instruction before. */
+		asm volatile("syscall\n.globl ptrace_store\nptrace_store: movq $5, (%3)\n"
+		             ".globl ptrace_next\nptrace_next: nop"
+		             : "=a"(r) : "a"((long)SYS_kill), "D"((long)getpid()), "r"(p), "S"((long)SIGSTOP)
+		             : "rcx", "r11", "memory");
+		_exit(r == 0 ? 0 : 3);
+	}
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFSTOPPED(st) && WSTOPSIG(st) == SIGSTOP,
+	      "the child stops before the store (%#x)", st);
+	CHECK(ptrace(PTRACE_GETREGS, pid, 0, &regs) == 0 && regs.rip == (uintptr_t)ptrace_store,
+	      "stopped at the store (%#llx)", regs.rip);
+	CHECK(ptrace(PTRACE_SINGLESTEP, pid, 0, 0) == 0 && waitpid(pid, &st, 0) == pid &&
+	      WIFSTOPPED(st), "one step: a stop (%#x)", st);
+	CHECK(WSTOPSIG(st) == SIGTRAP, "one step: SIGTRAP (%#x)", st);
+	CHECK(ptrace(PTRACE_GETREGS, pid, 0, &regs) == 0, "GETREGS");
+	CHECK(regs.rip == (uintptr_t)ptrace_next && p[0] == 5 && *shared_after == 2,
+	      "the step ran the handler and the after-call and stopped at the next instruction (rip %#llx, %lu, %d after-calls)",
+	      regs.rip, (unsigned long)p[0], *shared_after);
+	CHECK(ptrace(PTRACE_CONT, pid, 0, 0) == 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+	      WEXITSTATUS(st) == 0, "the child goes on and exits (%#x)", st);
+	return 0;
+}
+
+/* For gdb's stepi (tests/suites/libulpt.sh breaks at gdb_step_store and steps it): a store
+ * that faults into the handler, whose after-call counts; a first fault beforehand does the
+ * library's per-thread setup (a system call, where a step would stop). */
+static volatile int gdb_after;
+
+static enum ulpt_action gdb_handler(struct ulpt_fault *f, void *arg)
+{
+	(void)arg;
+	if (f->after)
+		gdb_after++;
+	return ULPT_PERMIT_STEP;
+}
+
+static void __attribute__((noinline)) gdb_step_store(volatile uint64_t *p)
+{
+	*p = 5;
+	asm volatile("nop" ::: "memory");
+}
+
+static int t_gdb_step(void)
+{
+	volatile uint64_t *p = pages(1);
+
+	CHECK(ulpt_init(backend) == 0 && ulpt_set_handler(gdb_handler, NULL, 0) == 0 &&
+	      deny_at(p, ULPT_DENY_W) == 0, "setup");
+	p[1] = 1;
+	gdb_step_store(p);
+	CHECK(p[0] == 5 && gdb_after == 2, "both stores made, two after-calls (%d)", gdb_after);
+	return 0;
+}
+
 static int t_env_override(void)
 {
 	int st;
@@ -856,6 +947,8 @@ static const struct test {
 	{ "step_sigtrap_chain", t_step_sigtrap_chain, "the program's SIGTRAP handler still gets its traps" },
 	{ "step_no_kernel", t_step_no_kernel, "ULPT_PERMIT_STEP on ULPT: after-calls with no SIGTRAP" },
 	{ "unwind", t_unwind, "a backtrace in the handler and the after-call reaches the program (libunwind)" },
+	{ "step_ptrace", t_step_ptrace, "PTRACE_SINGLESTEP over a store that faults into the handler stops at the next instruction" },
+	{ "gdb_step", t_gdb_step, "a store that faults into the handler, for gdb's stepi" },
 	{ "step_own_tf", t_step_own_tf, "a program that sets TF over a stepped store gets its trap after the after-call" },
 };
 

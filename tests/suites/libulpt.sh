@@ -19,7 +19,7 @@ ex=$top/build/examples/watch-write
 } | awk '/^1\.\.[0-9]+$/ { next } { print }' > /tmp/.libulpt-suite.$$
 rc=$?
 n=$(grep -c '^\(not \)\{0,1\}ok' /tmp/.libulpt-suite.$$)
-echo "1..$((n + 7))"
+echo "1..$((n + 8))"
 awk '{ if (sub(/^ok [0-9]+ /, "ok " ++i " ") || sub(/^not ok [0-9]+ /, "not ok " ++i " ")) print; else print }' /tmp/.libulpt-suite.$$
 rm -f /tmp/.libulpt-suite.$$
 i=$n
@@ -51,4 +51,10 @@ ok $(printf '%s\n' "$bts" | grep -q 'ulpt_dispatch_.*ulpt_entry_[a-z]*_ ().*in u
 ok $(printf '%s\n' "$bts" | grep -q 'ulpt_after_tramp_ ().*in unwind_victim .*in t_unwind .*in main' &&
      [[ "$out" == *"ok 1 - ulpt: unwind"* ]]; echo $?) \
    "gdb bt in an after-call: through the after trampoline into the program, which then passes"
+# gdb's stepi over a store that faults into the handler: the handler and the after-call run
+# and the step stops at the next instruction (R-RET-4's TRAP; no SIGTRAP of the library's).
+out=$("$run" --no-share -- gdb -nx -batch -ex 'set follow-fork-mode child' -ex 'break gdb_step_store' \
+  -ex run -ex stepi -ex 'p gdb_after' -ex 'x/i $pc' -ex continue --args "$t" ulpt gdb_step 2>&1)
+ok $([[ "$out" == *'$1 = 2'*'=> 0x'*'<gdb_step_store+'*'>:'*'nop'*"ok 1 - ulpt: gdb_step"* ]]; echo $?) \
+   "gdb stepi over a store that faults into the handler stops at the next instruction, after the after-call"
 exit $rc
