@@ -22,6 +22,11 @@
  *             (ULPT_HANDLER_GPR_ONLY), as watchlib's fault path takes it.
  *             fault_roundtrip_raw_ns: the same through a raw stub set with the kernel call
  *             directly (bench/raw-stub.h), no library: what the CPU and kernel give.
+ *             fault_roundtrip_raw_step_ns: the raw stub with PERMIT and STEP: the write, then
+ *             the after event (docs/spec.md R-RET-4) to the same stub.
+ *             fault_roundtrip_gpr_step_ns: libulpt's ULPT_PERMIT_STEP through the
+ *             general-register stub, the after-call reading the value written (watchlib -v).
+ *             step_sigtraps: SIGTRAPs during both (the step needs none: 0).
  *   mprotect  protect: mprotect() of one page (read-only and read-write alternately). Round
  *             trip: a write to the read-only page, SIGSEGV, the handler mprotects it read-write,
  *             the write retries.
@@ -47,6 +52,8 @@
  *   primitive ulpt line_protect_ns <median> <min> <max>           (ULPT only)
  *   primitive ulpt fault_roundtrip_gpr_ns <median> <min> <max>    (ULPT only)
  *   primitive ulpt fault_roundtrip_raw_ns <median> <min> <max>    (ULPT only)
+ *   primitive ulpt fault_roundtrip_raw_step_ns, fault_roundtrip_gpr_step_ns (ULPT only)
+ *   primitive ulpt step_sigtraps <n> <n> <n>                      (ULPT only)
  *   primitive <backend> fault_roundtrip_ns <median> <min> <max>
  * or
  *   primitive <backend> unavailable <reason>
@@ -97,6 +104,7 @@ static int cmp_double(const void *a, const void *b)
 }
 
 static volatile long handled;   /* faults the current backend's handler took */
+static volatile long handled_after;     /* ULPT_PERMIT_STEP's after-calls, after events */
 static long attempts;           /* denied writes the timed loops made */
 static const char *failure;     /* set by a batch that went wrong: the backend is unavailable */
 
@@ -451,6 +459,40 @@ static void ul_line_protect(long n)
 }
 
 ULPT_RAW_STUB(raw_entry, handled);
+ULPT_RAW_STUB_BITS(raw_step_entry, handled, ULPT_INFO_PERMIT | ULPT_INFO_STEP);
+
+/* ULPT_PERMIT_STEP: the after-call reads the value the write stored, as a watchpoint does. */
+static volatile uint64_t step_seen;
+__attribute__((target("general-regs-only")))
+static enum ulpt_action permit_step(struct ulpt_fault *f, void *arg)
+{
+	(void)arg;
+	if (f->after) {
+		step_seen = *(volatile uint64_t *)f->start;
+		handled_after++;
+		return ULPT_PERMIT;
+	}
+	handled++;
+	return ULPT_PERMIT_STEP;
+}
+
+/* SIGTRAPs during the step measurements: the step must not enter the kernel. */
+static volatile long sigtraps;
+static void count_sigtrap(int sig)
+{
+	(void)sig;
+	sigtraps++;
+}
+
+/* Each fault had its after-call or after event. */
+static int check_after(void)
+{
+	if (handled_after != handled) {
+		unavailable("ulpt", "%ld after-calls for %ld faults", handled_after, handled);
+		return -1;
+	}
+	return 0;
+}
 
 static void ul_trip(long n)
 {
@@ -462,7 +504,7 @@ static void ul_trip(long n)
 
 static void run_ulpt(void)
 {
-	struct result p, l, t, g, w;
+	struct result p, l, t, g, w, ws, gs;
 	int r;
 
 	failure = NULL;
@@ -502,13 +544,36 @@ static void run_ulpt(void)
 	}
 	handled = attempts = 0;
 	w = measure(ul_trip, 0);
+	if (check_handled("ulpt") < 0)
+		goto out;
+	/* Step-after (R-RET-4): the raw stub asks for the after event; libulpt's
+	 * ULPT_PERMIT_STEP through the general-register stub (watchlib's -v). */
+	signal(SIGTRAP, count_sigtrap);
+	if (syscall(SYS_arch_prctl, ARCH_ULPT_SET_HANDLER, (unsigned long)raw_step_entry) != 0) {
+		unavailable("ulpt", "ARCH_ULPT_SET_HANDLER: %s", strerror(errno));
+		goto out;
+	}
+	handled = handled_after = attempts = 0;
+	ws = measure(ul_trip, 0);
+	if (check_handled("ulpt") < 0 || check_after() < 0)
+		goto out;
+	if ((r = ulpt_set_handler(permit_step, NULL, ULPT_HANDLER_GPR_ONLY)) < 0) {
+		unavailable("ulpt", "ulpt_set_handler(ULPT_HANDLER_GPR_ONLY): %s", strerror(-r));
+		goto out;
+	}
+	handled = handled_after = attempts = 0;
+	gs = measure(ul_trip, 0);
 	ulpt_protect_lines((void *)page, ULPT_LINE_SIZE, 0);
-	if (check_handled("ulpt") == 0) {
+	signal(SIGTRAP, SIG_DFL);
+	if (check_handled("ulpt") == 0 && check_after() == 0) {
 		print("ulpt", "protect_ns", p);
 		print("ulpt", "line_protect_ns", l);
 		print("ulpt", "fault_roundtrip_ns", t);
 		print("ulpt", "fault_roundtrip_gpr_ns", g);
 		print("ulpt", "fault_roundtrip_raw_ns", w);
+		print("ulpt", "fault_roundtrip_raw_step_ns", ws);
+		print("ulpt", "fault_roundtrip_gpr_step_ns", gs);
+		print("ulpt", "step_sigtraps", (struct result){ sigtraps, sigtraps, sigtraps });
 	}
 out:
 	ulpt_fini();

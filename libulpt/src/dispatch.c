@@ -110,8 +110,8 @@ void ulpt_after_tramp_(void) HIDDEN;
  * word or the padding above the frame, which UIRET does not read. */
 #define TRAMP_SLOT (128 + 8)
 
-uint64_t ulpt_after_run_(void) HIDDEN;
-uint64_t ulpt_after_run_(void)
+void ulpt_after_run_(uint64_t *rflags_slot) HIDDEN;
+void ulpt_after_run_(uint64_t *rflags_slot)
 {
 	unsigned d = after_depth - 1;
 	struct ulpt_fault f = afters[d].rec;
@@ -123,7 +123,7 @@ uint64_t ulpt_after_run_(void)
 	if (handler)
 		handler(&f, ulpt_lib_.handler_arg);
 	*errno_ptr = saved_errno;
-	return rflags;
+	*rflags_slot = rflags;
 }
 
 /* The after event: send UIRET to the trampoline with the request's record. */

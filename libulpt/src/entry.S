@@ -123,6 +123,69 @@ ulpt_default_fcw:
 	xrstor64 (%rsp)
 .endm
 
+/* Calls \fn (RDI is kept for it) with the vector and x87 state saved: with XSAVE, or with
+   plain AVX moves (ymm0-15, MXCSR, the x87 environment) when the x87 stack is empty, falling
+   back to XSAVE otherwise. RBP and the scratch registers are saved (RBP - 72 is the last). */
+.macro XSAVE_CALL fn
+	XSAVE_STATE
+	cld
+	call \fn
+	XRSTOR_STATE
+.endm
+
+.macro AVX_CALL fn
+	subq $544, %rsp              /* ymm0-15 at 0, x87 environment at 512, MXCSR at 540 */
+	andq $-32, %rsp
+	fnstenv 512(%rsp)            /* (masks x87 exceptions: FLDENV below restores) */
+	cmpw $0xffff, 520(%rsp)      /* tag word: all empty? */
+	jne 1f
+	stmxcsr 540(%rsp)
+	vmovdqu %ymm0, 0(%rsp)
+	vmovdqu %ymm1, 32(%rsp)
+	vmovdqu %ymm2, 64(%rsp)
+	vmovdqu %ymm3, 96(%rsp)
+	vmovdqu %ymm4, 128(%rsp)
+	vmovdqu %ymm5, 160(%rsp)
+	vmovdqu %ymm6, 192(%rsp)
+	vmovdqu %ymm7, 224(%rsp)
+	vmovdqu %ymm8, 256(%rsp)
+	vmovdqu %ymm9, 288(%rsp)
+	vmovdqu %ymm10, 320(%rsp)
+	vmovdqu %ymm11, 352(%rsp)
+	vmovdqu %ymm12, 384(%rsp)
+	vmovdqu %ymm13, 416(%rsp)
+	vmovdqu %ymm14, 448(%rsp)
+	vmovdqu %ymm15, 480(%rsp)
+	ldmxcsr ulpt_default_mxcsr(%rip)
+	fldcw ulpt_default_fcw(%rip)
+	cld
+	call \fn
+	vmovdqu 0(%rsp), %ymm0
+	vmovdqu 32(%rsp), %ymm1
+	vmovdqu 64(%rsp), %ymm2
+	vmovdqu 96(%rsp), %ymm3
+	vmovdqu 128(%rsp), %ymm4
+	vmovdqu 160(%rsp), %ymm5
+	vmovdqu 192(%rsp), %ymm6
+	vmovdqu 224(%rsp), %ymm7
+	vmovdqu 256(%rsp), %ymm8
+	vmovdqu 288(%rsp), %ymm9
+	vmovdqu 320(%rsp), %ymm10
+	vmovdqu 352(%rsp), %ymm11
+	vmovdqu 384(%rsp), %ymm12
+	vmovdqu 416(%rsp), %ymm13
+	vmovdqu 448(%rsp), %ymm14
+	vmovdqu 480(%rsp), %ymm15
+	ldmxcsr 540(%rsp)
+	fldenv 512(%rsp)
+	jmp 2f
+1:	/* x87 registers in use: the whole state through XSAVE. */
+	fldenv 512(%rsp)
+	leaq -72(%rbp), %rsp
+	XSAVE_CALL \fn
+2:
+.endm
+
 .macro RESTORE_GPRS
 	leaq -72(%rbp), %rsp
 	popq %r11
@@ -168,68 +231,16 @@ ulpt_default_fcw:
 
 	STUB_START ulpt_entry_xsave_
 	STUB_SAVE_GPRS
-.Lxsave_body:
-	XSAVE_STATE
-	cld
 	leaq 8(%rbp), %rdi
-	call ulpt_dispatch_
-	XRSTOR_STATE
+	XSAVE_CALL ulpt_dispatch_
 	RESTORE_GPRS_AND_RETURN
 	STUB_END ulpt_entry_xsave_
 
 	STUB_START ulpt_entry_avx_
 	STUB_SAVE_GPRS
-	subq $544, %rsp              /* ymm0-15 at 0, x87 environment at 512, MXCSR at 540 */
-	andq $-32, %rsp
-	fnstenv 512(%rsp)            /* (masks x87 exceptions: FLDENV below restores) */
-	cmpw $0xffff, 520(%rsp)      /* tag word: all empty? */
-	jne .Lavx_slow
-	stmxcsr 540(%rsp)
-	vmovdqu %ymm0, 0(%rsp)
-	vmovdqu %ymm1, 32(%rsp)
-	vmovdqu %ymm2, 64(%rsp)
-	vmovdqu %ymm3, 96(%rsp)
-	vmovdqu %ymm4, 128(%rsp)
-	vmovdqu %ymm5, 160(%rsp)
-	vmovdqu %ymm6, 192(%rsp)
-	vmovdqu %ymm7, 224(%rsp)
-	vmovdqu %ymm8, 256(%rsp)
-	vmovdqu %ymm9, 288(%rsp)
-	vmovdqu %ymm10, 320(%rsp)
-	vmovdqu %ymm11, 352(%rsp)
-	vmovdqu %ymm12, 384(%rsp)
-	vmovdqu %ymm13, 416(%rsp)
-	vmovdqu %ymm14, 448(%rsp)
-	vmovdqu %ymm15, 480(%rsp)
-	ldmxcsr ulpt_default_mxcsr(%rip)
-	fldcw ulpt_default_fcw(%rip)
-	cld
 	leaq 8(%rbp), %rdi
-	call ulpt_dispatch_
-	vmovdqu 0(%rsp), %ymm0
-	vmovdqu 32(%rsp), %ymm1
-	vmovdqu 64(%rsp), %ymm2
-	vmovdqu 96(%rsp), %ymm3
-	vmovdqu 128(%rsp), %ymm4
-	vmovdqu 160(%rsp), %ymm5
-	vmovdqu 192(%rsp), %ymm6
-	vmovdqu 224(%rsp), %ymm7
-	vmovdqu 256(%rsp), %ymm8
-	vmovdqu 288(%rsp), %ymm9
-	vmovdqu 320(%rsp), %ymm10
-	vmovdqu 352(%rsp), %ymm11
-	vmovdqu 384(%rsp), %ymm12
-	vmovdqu 416(%rsp), %ymm13
-	vmovdqu 448(%rsp), %ymm14
-	vmovdqu 480(%rsp), %ymm15
-	ldmxcsr 540(%rsp)
-	fldenv 512(%rsp)
+	AVX_CALL ulpt_dispatch_
 	RESTORE_GPRS_AND_RETURN
-.Lavx_slow:
-	/* x87 registers in use: the whole state through XSAVE. */
-	fldenv 512(%rsp)
-	leaq -72(%rbp), %rsp
-	jmp .Lxsave_body
 	STUB_END ulpt_entry_avx_
 
 /*
@@ -238,8 +249,8 @@ ulpt_default_fcw:
  * in a signal handler, without the kernel), and with every register saved, so that it may use
  * the vector registers whatever stub the handler has. On entry every register is the
  * program's, RFLAGS too but TF; RSP is the program's minus 136, below its red zone, where
- * dispatch.c stored the program's RIP (the next instruction). ulpt_after_run_ returns the
- * program's RFLAGS: POPFQ puts them back (a TF there traps after the RET, at that RIP, as
+ * dispatch.c stored the program's RIP (the next instruction). ulpt_after_run_ stores the
+ * program's RFLAGS in the slot above RBP: POPFQ puts them back (a TF there traps after the RET, at that RIP, as
  * the CPU would have), and RET $128 returns to the program's RIP and RSP.
  */
 	.globl ulpt_after_tramp_
@@ -260,12 +271,13 @@ ulpt_after_tramp_:
 	.cfi_def_cfa_register %rbp
 	PUSH_SCRATCH
 	SAVED_GPRS_CFI
-	XSAVE_STATE
-	cld
-	call ulpt_after_run_
-	movq %rax, 8(%rbp)
-	XRSTOR_STATE
-	RESTORE_GPRS
+	leaq 8(%rbp), %rdi           /* ulpt_after_run_ writes the RFLAGS there */
+	cmpb $0, ulpt_vec_avx_(%rip)
+	je 3f
+	AVX_CALL ulpt_after_run_
+	jmp 4f
+3:	XSAVE_CALL ulpt_after_run_
+4:	RESTORE_GPRS
 	.cfi_def_cfa %rsp, 144
 	.cfi_same_value %rbp
 	popfq

@@ -28,6 +28,8 @@ void ulpt_entry_xsave_(void);
 void ulpt_entry_avx_(void);
 /* XCR0 enables x87, SSE and AVX and no larger vector state: the cheaper stub (entry.S) fits. */
 static int avx_stub_fits;
+/* The after trampoline saves the vector state as ulpt_entry_avx_ does (entry.S). */
+char ulpt_vec_avx_ __attribute__((visibility("hidden")));
 
 static long arch_prctl(int op, unsigned long arg)
 {
@@ -86,6 +88,7 @@ static int ulpt_open(void)
 		/* x87, SSE and AVX on, no AVX-512 (bits 5-7); MPX (3-4) and PKRU (9) are state a
 		 * C function does not change. */
 		avx_stub_fits = (lo & 7) == 7 && !(lo & 0xe0) && !(lo & ~0x21fu) && !hi;
+		ulpt_vec_avx_ = (char)avx_stub_fits;
 	}
 	ulpt_lib_state_.view = (volatile uint64_t *)(uintptr_t)en.view;
 	return 0;
