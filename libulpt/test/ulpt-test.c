@@ -693,6 +693,10 @@ static int t_step_no_kernel(void)
 	step_n = 0;
 	for (int i = 0; i < 1000; i++)
 		p[0] = (uint64_t)i;
+	/* count_trap is still the SIGTRAP action, so any SIGTRAP at all would have been counted. */
+	struct sigaction cur;
+	CHECK(sigaction(SIGTRAP, NULL, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) &&
+	      cur.sa_handler == count_trap, "the library installed no SIGTRAP handler");
 	CHECK(step_n == 1000 && p[0] == 999 && any_trap == 0,
 	      "1000 stepped stores: 1000 after-calls, no SIGTRAP (%d, %d)", step_n, any_trap);
 	return 0;

@@ -14,6 +14,7 @@
 #   clean      --check on a correct program doing tricky things: no error, status 0, output kept
 #   sigmalloc  --check on a program that allocates in a signal handler: no deadlock, no error
 #   ownsegv    a program installing its own SIGSEGV and SIGTRAP handlers after the agent started
+#              (also under -v, whose after-calls must not reach its SIGTRAP handler)
 #   threads    4 threads on watched ints of one line, in the guest (2 vCPUs): exact counts
 #   exit3      the program's exit status passes through
 # then watchlib/test/wl-api (the C API) on both backends, and watchlib/test/cli.sh if present.
@@ -69,6 +70,7 @@ r clean --check -- '$progs/clean'
 r clean-a1 --check --align=1 -- '$progs/clean'
 r sigmalloc --check -- '$progs/sigmalloc'
 r ownsegv -w counter -- '$progs/ownsegv'
+r ownsegv-v -v -w counter -- '$progs/ownsegv'
 r verbose -v -w code -- '$progs/exit3'
 r exec -- '$progs/execenv'
 r twofrees --check -- '$progs/twofrees'
@@ -251,6 +253,9 @@ for env in host guest; do
     "rc == 0 and j['exit_status'] == 0" "E == [] and 'errors' in j" "'clean: ok' in out"
   check $env ownsegv "a program with its own SIGSEGV and SIGTRAP handlers keeps them, and the watch counts: 100 writes" \
     "rc == 0 and 'ownsegv: ok' in out" "W[0]['writes'] == 100 and W[0]['reads'] == 0"
+  check $env ownsegv-v "-v (ULPT_PERMIT_STEP on every hit): no SIGTRAP reaches the program's own handler, 100 hits with their new values" \
+    "rc == 0 and 'ownsegv: ok (segv 1, trap 1)' in out" "W[0]['writes'] == 100" "err.count('ulpt-watch: counter: write of 4 bytes') == 100" \
+    "', 98 -> 99, by main (' in err"
   check $env verbose "-v prints each hit under the watch's name, with the old and new value and the writer" \
     "'ulpt-watch: code: write of 4 bytes' in err and ', 0 -> 3, by main (' in err and W[0]['writes'] == 1"
   check $env exec "exec: the program the watched one execs runs without the agent" "rc == 0 and 'preload=[]' in out"
