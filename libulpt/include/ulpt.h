@@ -106,6 +106,7 @@ int ulpt_set_handler(ulpt_handler_t handler, void *arg, unsigned flags);
 int ulpt_protect(void *addr, size_t len, unsigned deny);
 int ulpt_protect_lines(void *addr, size_t len, unsigned deny);
 int ulpt_get(const void *addr, unsigned *page_deny, unsigned *line_deny);
+int ulpt_protect_line_word(void *addr, uint64_t word);
 
 /* --- inline fast paths -------------------------------------------------------------------
  * On the ULPT backend a page's entry is two words in the table view: word 0 the page rights,
@@ -150,6 +151,20 @@ ULPTINLINE int ulpt_line_deny(void *addr, unsigned deny)
 	}
 	return ulpt_protect_lines((void *)((uintptr_t)addr & ~(uintptr_t)(ULPT_LINE_SIZE - 1)),
 				  ULPT_LINE_SIZE, deny);
+}
+
+/* Sets the rights of all 32 lines of the page that holds addr from one line word: bits 2i and
+ * 2i+1 deny reads and writes of line i (ULPT_DENY_R, ULPT_DENY_W shifted by 2i). One store on
+ * the ULPT backend; on the mprotect backend the page gets the union of its lines' rights (see
+ * ulpt_protect_line_word). For tools that compute a page's lines at once (watchpoints, heap
+ * red zones). */
+ULPTINLINE int ulpt_page_lines(void *addr, uint64_t word)
+{
+	if (ulpt_lib_state_.view && (uintptr_t)addr < ULPT_VA_LIMIT_) {
+		ulpt_entry_(addr)[1] = word;
+		return 0;
+	}
+	return ulpt_protect_line_word(addr, word);
 }
 
 /* The rights denied on the page that holds addr (page rights only), or a negative errno. */

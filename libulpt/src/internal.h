@@ -17,10 +17,23 @@ struct ulpt_lib {
 };
 extern struct ulpt_lib ulpt_lib_ HIDDEN;
 
+/*
+ * What the backends do differently, one table each: the ULPT one in ulpt.c, the mprotect one
+ * in mprotect.c. ulpt.c checks the arguments and calls through the table. Ranges are aligned
+ * and below ULPT_VA_LIMIT_; rights are valid for the call.
+ */
+struct ulpt_ops {
+	int backend;                                    /* enum ulpt_backend */
+	int (*fini)(void);
+	int (*set_handler)(unsigned flags);             /* after ulpt_lib_.handler is set */
+	int (*protect)(void *addr, size_t len, unsigned deny);
+	int (*protect_lines)(void *addr, size_t len, unsigned deny);
+	int (*line_word)(uintptr_t page, uint64_t word);
+	void (*get)(uintptr_t addr, unsigned *page, unsigned *line);  /* neither NULL */
+	struct sigaction *(*chained)(int sig);          /* see ulpt_chained_action_ */
+};
+extern const struct ulpt_ops ulpt_mprotect_ops_ HIDDEN;
 int ulpt_mprotect_init_(void) HIDDEN;
-int ulpt_mprotect_fini_(void) HIDDEN;
-int ulpt_mprotect_protect_(void *addr, size_t len, unsigned deny) HIDDEN;
-unsigned ulpt_mprotect_rights_(uintptr_t addr) HIDDEN;
 void ulpt_default_segv_(void) HIDDEN;
 
 
@@ -31,6 +44,5 @@ void ulpt_default_segv_(void) HIDDEN;
  * ulpt-watch agent) wraps sigaction and swaps the chained action instead.
  */
 struct sigaction *ulpt_chained_action_(int sig) HIDDEN;
-struct sigaction *ulpt_mprotect_chained_(int sig) HIDDEN;       /* mprotect.c */
 
 #endif

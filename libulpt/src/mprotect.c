@@ -70,7 +70,7 @@ static unsigned char *slot(uintptr_t page_nr, int alloc)
 	return &l3[page_nr & ((1u << L3_BITS) - 1)];
 }
 
-unsigned ulpt_mprotect_rights_(uintptr_t addr)
+static unsigned rights_of(uintptr_t addr)
 {
 	unsigned char *s = slot(addr >> 12, 0);
 	return s ? __atomic_load_n(s, __ATOMIC_RELAXED) : 0;
@@ -83,7 +83,7 @@ static int prot_for(unsigned deny)
 	return (deny & ULPT_DENY_W) ? PROT_READ : PROT_READ | PROT_WRITE;
 }
 
-int ulpt_mprotect_protect_(void *addr, size_t len, unsigned deny)
+static int mp_protect(void *addr, size_t len, unsigned deny)
 {
 	uintptr_t a = (uintptr_t)addr;
 
@@ -166,7 +166,7 @@ static void on_segv(int sig, siginfo_t *si, void *ucv)
 	ucontext_t *uc = ucv;
 	greg_t *gr = uc->uc_mcontext.gregs;
 	uintptr_t addr = (uintptr_t)si->si_addr;
-	unsigned deny = si->si_code == SEGV_ACCERR && addr < ULPT_VA_LIMIT_ ? ulpt_mprotect_rights_(addr) : 0;
+	unsigned deny = si->si_code == SEGV_ACCERR && addr < ULPT_VA_LIMIT_ ? rights_of(addr) : 0;
 	unsigned kind = (gr[REG_ERR] & 16) ? ULPT_DENY_X : (gr[REG_ERR] & 2) ? ULPT_DENY_W : ULPT_DENY_R;
 	ulpt_handler_t handler = __atomic_load_n(&ulpt_lib_.handler, __ATOMIC_ACQUIRE);
 	enum ulpt_action act;
@@ -229,7 +229,7 @@ static void on_trap(int sig, siginfo_t *si, void *ucv)
 	/* The permitted instruction is done: close its pages again with their current rights. */
 	while (step_n) {
 		uintptr_t page = step_page[--step_n];
-		mprotect((void *)page, ULPT_PAGE_SIZE, prot_for(ulpt_mprotect_rights_(page)));
+		mprotect((void *)page, ULPT_PAGE_SIZE, prot_for(rights_of(page)));
 	}
 	if (!step_own_tf)
 		uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)RFLAGS_TF;
@@ -269,14 +269,14 @@ int ulpt_mprotect_init_(void)
 	return 0;
 }
 
-struct sigaction *ulpt_mprotect_chained_(int sig)
+static struct sigaction *mp_chained(int sig)
 {
 	if (!installed)
 		return NULL;
 	return sig == SIGSEGV ? &old_segv : sig == SIGTRAP ? &old_trap : NULL;
 }
 
-int ulpt_mprotect_fini_(void)
+static int mp_fini(void)
 {
 	/* Lift every restriction, then give the signals back. */
 	for (unsigned i1 = 0; i1 < (1u << L1_BITS); i1++) {
@@ -303,3 +303,43 @@ int ulpt_mprotect_fini_(void)
 	sigaction(SIGTRAP, &old_trap, NULL);
 	return 0;
 }
+
+static int mp_protect_lines(void *addr, size_t len, unsigned deny)
+{
+	(void)addr; (void)len; (void)deny;
+	return -EOPNOTSUPP;             /* pages only */
+}
+
+/* A page's lines from one word: the page gets the union of their rights, with no system
+ * call when that is what it has. */
+static int mp_line_word(uintptr_t page, uint64_t word)
+{
+	unsigned any = 0;
+
+	for (unsigned i = 0; i < 32; i++)
+		any |= (unsigned)(word >> (2 * i)) & 3;
+	return rights_of(page) == any ? 0 : mp_protect((void *)page, ULPT_PAGE_SIZE, any);
+}
+
+static void mp_get(uintptr_t addr, unsigned *page, unsigned *line)
+{
+	*page = rights_of(addr);
+	*line = 0;
+}
+
+static int mp_set_handler(unsigned flags)
+{
+	(void)flags;
+	return 0;                       /* the SIGSEGV handler reads ulpt_lib_.handler */
+}
+
+const struct ulpt_ops ulpt_mprotect_ops_ = {
+	.backend = ULPT_BACKEND_MPROTECT,
+	.fini = mp_fini,
+	.set_handler = mp_set_handler,
+	.protect = mp_protect,
+	.protect_lines = mp_protect_lines,
+	.line_word = mp_line_word,
+	.get = mp_get,
+	.chained = mp_chained,
+};

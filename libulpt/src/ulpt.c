@@ -1,6 +1,7 @@
 /*
- * libulpt: the API of <ulpt.h>, the ULPT backend and the handler dispatch.
- * The mprotect backend is in mprotect.c, the entry stubs in entry.S.
+ * libulpt: the API of <ulpt.h>, which checks the arguments and calls the backend's table
+ * (struct ulpt_ops, internal.h), and the ULPT backend's table. The mprotect backend is in
+ * mprotect.c, the handler dispatch in dispatch.c, the entry stubs in entry.S.
  *
  * SPDX-License-Identifier: MIT
  */
@@ -94,127 +95,35 @@ static int ulpt_open(void)
 	return 0;
 }
 
-int ulpt_init(enum ulpt_backend backend)
-{
-	int r = 0;
+/* --- the ULPT backend: the table view, the handler register --------------------------- */
 
-	if (backend != ULPT_BACKEND_AUTO && backend != ULPT_BACKEND_ULPT &&
-	    backend != ULPT_BACKEND_MPROTECT)
-		return -EINVAL;
-	pthread_mutex_lock(&ulpt_lib_.lock);
-	if (ulpt_lib_state_.backend) {
-		r = -EBUSY;
-		goto out;
-	}
-	if (backend == ULPT_BACKEND_AUTO) {
-		backend = backend_from_env();
-		if ((int)backend < 0) {
-			r = -EINVAL;
-			goto out;
-		}
-	}
-	if (backend == ULPT_BACKEND_ULPT || backend == ULPT_BACKEND_AUTO) {
-		r = ulpt_open();
-		if (r == 0) {
-			ulpt_lib_state_.backend = ULPT_BACKEND_ULPT;
-			goto out;
-		}
-		if (backend == ULPT_BACKEND_ULPT)
-			goto out;       /* asked for ULPT: ENODEV without the CPU or the kernel */
-	}
-	r = ulpt_mprotect_init_();
-	if (r == 0)
-		ulpt_lib_state_.backend = ULPT_BACKEND_MPROTECT;
-out:
-	pthread_mutex_unlock(&ulpt_lib_.lock);
+static int view_fini(void)
+{
+	int r = arch_prctl(ARCH_ULPT_DISABLE, 0) != 0 ? -errno : 0;
+
+	ulpt_lib_state_.view = NULL;
 	return r;
 }
 
-int ulpt_fini(void)
+static int view_set_handler(unsigned flags)
 {
-	int r = 0;
-
-	pthread_mutex_lock(&ulpt_lib_.lock);
-	switch (ulpt_lib_state_.backend) {
-	case ULPT_BACKEND_ULPT:
-		if (arch_prctl(ARCH_ULPT_DISABLE, 0) != 0)
-			r = -errno;
-		ulpt_lib_state_.view = NULL;
-		break;
-	case ULPT_BACKEND_MPROTECT:
-		r = ulpt_mprotect_fini_();
-		break;
-	default:
-		r = -EINVAL;
-		goto out;
-	}
-	ulpt_lib_state_.backend = 0;
-	ulpt_lib_.handler = NULL;
-out:
-	pthread_mutex_unlock(&ulpt_lib_.lock);
-	return r;
-}
-
-int ulpt_set_handler(ulpt_handler_t handler, void *arg, unsigned flags)
-{
-	void (*entry)(void);
-
-	if (!ulpt_lib_state_.backend)
-		return -EINVAL;
-	if (!handler || (flags & ~ULPT_HANDLER_GPR_ONLY))
-		return -EINVAL;
-	ulpt_lib_.handler_arg = arg;
-	__atomic_store_n(&ulpt_lib_.handler, handler, __ATOMIC_RELEASE);
-	if (ulpt_lib_state_.backend != ULPT_BACKEND_ULPT)
-		return 0;
 	/* The handler register is per thread: threads created later inherit it (docs/linux-api.md);
 	   threads that exist already call ulpt_set_handler themselves. */
-	entry = (flags & ULPT_HANDLER_GPR_ONLY) ? ulpt_entry_gpr_ :
-		avx_stub_fits ? ulpt_entry_avx_ : ulpt_entry_xsave_;
-	if (arch_prctl(ARCH_ULPT_SET_HANDLER, (unsigned long)entry) != 0)
-		return -errno;
-	return 0;
+	void (*entry)(void) = (flags & ULPT_HANDLER_GPR_ONLY) ? ulpt_entry_gpr_ :
+			      avx_stub_fits ? ulpt_entry_avx_ : ulpt_entry_xsave_;
+
+	return arch_prctl(ARCH_ULPT_SET_HANDLER, (unsigned long)entry) != 0 ? -errno : 0;
 }
 
-/* Arguments common to ulpt_protect and ulpt_protect_lines. */
-static int check_range(const void *addr, size_t len, size_t align)
+static int view_protect(void *addr, size_t len, unsigned deny)
 {
-	uintptr_t a = (uintptr_t)addr;
-
-	if (!ulpt_lib_state_.backend)
-		return -EINVAL;
-	if ((a | len) & (align - 1) || len == 0)
-		return -EINVAL;
-	if (a + len < a || a + len > ULPT_VA_LIMIT_)
-		return -EINVAL;     /* wraps, or beyond the addresses the table covers */
-	return 0;
-}
-
-int ulpt_protect(void *addr, size_t len, unsigned deny)
-{
-	int r = check_range(addr, len, ULPT_PAGE_SIZE);
-
-	if (r)
-		return r;
-	if (deny & ~(ULPT_DENY_R | ULPT_DENY_W | ULPT_DENY_X))
-		return -EINVAL;
-	if (ulpt_lib_state_.backend == ULPT_BACKEND_MPROTECT)
-		return ulpt_mprotect_protect_(addr, len, deny);
 	for (uintptr_t p = (uintptr_t)addr; p < (uintptr_t)addr + len; p += ULPT_PAGE_SIZE)
 		ulpt_entry_((void *)p)[0] = deny;
 	return 0;
 }
 
-int ulpt_protect_lines(void *addr, size_t len, unsigned deny)
+static int view_protect_lines(void *addr, size_t len, unsigned deny)
 {
-	int r = check_range(addr, len, ULPT_LINE_SIZE);
-
-	if (r)
-		return r;
-	if (deny & ~(ULPT_DENY_R | ULPT_DENY_W))
-		return -EINVAL;     /* lines have no execute right */
-	if (ulpt_lib_state_.backend != ULPT_BACKEND_ULPT)
-		return -EOPNOTSUPP; /* the mprotect backend has pages only */
 	for (uintptr_t p = (uintptr_t)addr; p < (uintptr_t)addr + len;) {
 		/* Whole lines of one page with one read-modify-write of its line word. */
 		uintptr_t end = (p | (ULPT_PAGE_SIZE - 1)) + 1;
@@ -236,25 +145,160 @@ int ulpt_protect_lines(void *addr, size_t len, unsigned deny)
 	return 0;
 }
 
-int ulpt_get(const void *addr, unsigned *page_deny, unsigned *line_deny)
+static int view_line_word(uintptr_t page, uint64_t word)
+{
+	ulpt_entry_((void *)page)[1] = word;
+	return 0;
+}
+
+static void view_get(uintptr_t a, unsigned *page, unsigned *line)
+{
+	*page = (unsigned)(ulpt_entry_((void *)a)[0] & 7);
+	*line = (unsigned)(ulpt_entry_((void *)a)[1] >> (2 * ((a >> 7) & 31))) & 3;
+}
+
+static struct sigaction *view_chained(int sig)
+{
+	(void)sig;
+	return NULL;                    /* the ULPT backend handles no signal */
+}
+
+static const struct ulpt_ops view_ops = {
+	.backend = ULPT_BACKEND_ULPT,
+	.fini = view_fini,
+	.set_handler = view_set_handler,
+	.protect = view_protect,
+	.protect_lines = view_protect_lines,
+	.line_word = view_line_word,
+	.get = view_get,
+	.chained = view_chained,
+};
+
+/* --- the API ------------------------------------------------------------------------------ */
+
+/* The backend in use (set with ulpt_lib_state_.backend, under the lock), or NULL. */
+static const struct ulpt_ops *ops;
+
+int ulpt_init(enum ulpt_backend backend)
+{
+	int r = 0;
+
+	if (backend != ULPT_BACKEND_AUTO && backend != ULPT_BACKEND_ULPT &&
+	    backend != ULPT_BACKEND_MPROTECT)
+		return -EINVAL;
+	pthread_mutex_lock(&ulpt_lib_.lock);
+	if (ulpt_lib_state_.backend) {
+		r = -EBUSY;
+		goto out;
+	}
+	if (backend == ULPT_BACKEND_AUTO) {
+		backend = backend_from_env();
+		if ((int)backend < 0) {
+			r = -EINVAL;
+			goto out;
+		}
+	}
+	if (backend == ULPT_BACKEND_ULPT || backend == ULPT_BACKEND_AUTO) {
+		r = ulpt_open();
+		if (r == 0)
+			ops = &view_ops;
+		if (r == 0 || backend == ULPT_BACKEND_ULPT)
+			goto out;       /* asked for ULPT: ENODEV without the CPU or the kernel */
+	}
+	r = ulpt_mprotect_init_();
+	if (r == 0)
+		ops = &ulpt_mprotect_ops_;
+out:
+	if (r == 0)
+		ulpt_lib_state_.backend = ops->backend;
+	pthread_mutex_unlock(&ulpt_lib_.lock);
+	return r;
+}
+
+int ulpt_fini(void)
+{
+	int r;
+
+	pthread_mutex_lock(&ulpt_lib_.lock);
+	if (!ulpt_lib_state_.backend) {
+		r = -EINVAL;
+	} else {
+		r = ops->fini();
+		ulpt_lib_state_.backend = 0;
+		ulpt_lib_.handler = NULL;
+		ops = NULL;
+	}
+	pthread_mutex_unlock(&ulpt_lib_.lock);
+	return r;
+}
+
+int ulpt_set_handler(ulpt_handler_t handler, void *arg, unsigned flags)
+{
+	if (!ulpt_lib_state_.backend)
+		return -EINVAL;
+	if (!handler || (flags & ~ULPT_HANDLER_GPR_ONLY))
+		return -EINVAL;
+	ulpt_lib_.handler_arg = arg;
+	__atomic_store_n(&ulpt_lib_.handler, handler, __ATOMIC_RELEASE);
+	return ops->set_handler(flags);
+}
+
+/* Arguments common to the rights calls. */
+static int check_range(const void *addr, size_t len, size_t align)
 {
 	uintptr_t a = (uintptr_t)addr;
 
 	if (!ulpt_lib_state_.backend)
 		return -EINVAL;
-	if (a >= ULPT_VA_LIMIT_)
+	if ((a | len) & (align - 1) || len == 0)
 		return -EINVAL;
-	if (ulpt_lib_state_.backend == ULPT_BACKEND_MPROTECT) {
-		if (page_deny)
-			*page_deny = ulpt_mprotect_rights_(a);
-		if (line_deny)
-			*line_deny = 0;
-		return 0;
-	}
+	if (a + len < a || a + len > ULPT_VA_LIMIT_)
+		return -EINVAL;     /* wraps, or beyond the addresses the table covers */
+	return 0;
+}
+
+int ulpt_protect(void *addr, size_t len, unsigned deny)
+{
+	int r = check_range(addr, len, ULPT_PAGE_SIZE);
+
+	if (r)
+		return r;
+	if (deny & ~(ULPT_DENY_R | ULPT_DENY_W | ULPT_DENY_X))
+		return -EINVAL;
+	return ops->protect(addr, len, deny);
+}
+
+int ulpt_protect_lines(void *addr, size_t len, unsigned deny)
+{
+	int r = check_range(addr, len, ULPT_LINE_SIZE);
+
+	if (r)
+		return r;
+	if (deny & ~(ULPT_DENY_R | ULPT_DENY_W))
+		return -EINVAL;     /* lines have no execute right */
+	return ops->protect_lines(addr, len, deny);
+}
+
+int ulpt_protect_line_word(void *addr, uint64_t word)
+{
+	uintptr_t page = (uintptr_t)addr & ~(uintptr_t)(ULPT_PAGE_SIZE - 1);
+	int r = check_range((void *)page, ULPT_PAGE_SIZE, ULPT_PAGE_SIZE);
+
+	return r ? r : ops->line_word(page, word);
+}
+
+int ulpt_get(const void *addr, unsigned *page_deny, unsigned *line_deny)
+{
+	uintptr_t a = (uintptr_t)addr;
+	unsigned page, line;
+
+	if (!ulpt_lib_state_.backend || a >= ULPT_VA_LIMIT_)
+		return -EINVAL;
+	ops->get(a, &page, &line);
 	if (page_deny)
-		*page_deny = (unsigned)(ulpt_entry_(addr)[0] & 7);
+		*page_deny = page;
 	if (line_deny)
-		*line_deny = (unsigned)(ulpt_entry_(addr)[1] >> (2 * ((a >> 7) & 31))) & 3;
+		*line_deny = line;
 	return 0;
 }
 
@@ -266,12 +310,7 @@ void ulpt_default_segv_(void)
 	_exit(128 + SIGSEGV);          /* SIGSEGV blocked: the default action all the same */
 }
 
-
 struct sigaction *ulpt_chained_action_(int sig)
 {
-	switch (ulpt_lib_state_.backend) {
-	case ULPT_BACKEND_MPROTECT:
-		return ulpt_mprotect_chained_(sig);
-	}
-	return NULL;                    /* the ULPT backend handles no signal */
+	return ulpt_lib_state_.backend ? ops->chained(sig) : NULL;
 }

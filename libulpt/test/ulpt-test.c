@@ -96,6 +96,7 @@ static int t_bad_arguments(void)
 	char *p = pages(2);
 
 	CHECK(ulpt_protect(p, ULPT_PAGE_SIZE, ULPT_DENY_W) == -EINVAL, "use before init");
+	CHECK(ulpt_page_lines(p, 2) == -EINVAL, "a line word before init");
 	CHECK(ulpt_set_handler(record, NULL, 0) == -EINVAL, "handler before init");
 	CHECK(ulpt_backend() == -EINVAL, "backend before init");
 	CHECK(ulpt_init(7) == -EINVAL, "bad backend value");
@@ -113,6 +114,8 @@ static int t_bad_arguments(void)
 	CHECK(ulpt_protect_lines(p + 64, 128, ULPT_DENY_W) == -EINVAL, "unaligned line");
 	CHECK(ulpt_protect_lines(p, 128, ULPT_DENY_X) == -EINVAL, "execute right on a line");
 	CHECK(ulpt_get((void *)(1ul << 47), NULL, NULL) == -EINVAL, "get beyond the table");
+	CHECK(ulpt_protect_line_word((void *)(1ul << 47), 1) == -EINVAL &&
+	      ulpt_page_lines((void *)(1ul << 47), 1) == -EINVAL, "a line word beyond the table");
 	if (backend == ULPT_BACKEND_MPROTECT)
 		CHECK(ulpt_protect_lines(p, 128, ULPT_DENY_W) == -EOPNOTSUPP, "lines on mprotect");
 	CHECK(ulpt_backend_name(backend) && !ulpt_backend_name(9), "backend names");
@@ -164,6 +167,36 @@ static int t_line_rights(void)
 	CHECK(ulpt_line_deny((void *)(p + 16), ULPT_DENY_R) == 0, "inline line deny");
 	(void)p[17];
 	CHECK(h_count == 2 && h_last.kind == ULPT_DENY_R, "line 1 read denied");
+	return 0;
+}
+
+/* ulpt_page_lines: a page's 32 lines from one word; on mprotect the page gets their union. */
+static int t_line_word(void)
+{
+	volatile uint64_t *p = pages(1);
+	unsigned page, line;
+	uint64_t word = (uint64_t)ULPT_DENY_W << (2 * 3) | (uint64_t)ULPT_DENY_R << (2 * 7);
+
+	CHECK(setup(ULPT_RETRY) == 0, "setup");
+	CHECK(ulpt_page_lines((void *)(p + 100), word) == 0, "set the word (any address in the page)");
+	if (backend != ULPT_BACKEND_ULPT) {
+		CHECK(ulpt_get((void *)p, &page, &line) == 0 && page == ULPT_DENY_RW && line == 0,
+		      "mprotect: the page denies the union of the lines' rights (%u)", page);
+		CHECK(ulpt_page_lines((void *)p, 0) == 0 && ulpt_get((void *)p, &page, NULL) == 0 && page == 0,
+		      "mprotect: no line denied, the page open");
+		return 0;
+	}
+	CHECK(ulpt_get((void *)(p + 48), &page, &line) == 0 && page == 0 && line == ULPT_DENY_W,
+	      "line 3 denies writes");
+	CHECK(ulpt_get((void *)(p + 112), NULL, &line) == 0 && line == ULPT_DENY_R, "line 7 denies reads");
+	p[0] = 1;
+	(void)p[48];
+	CHECK(h_count == 0, "other lines and other kinds allowed (%d)", h_count);
+	p[49] = 1;
+	CHECK(h_count == 1 && h_last.addr == (uintptr_t)&p[49] && h_last.reason == ULPT_REASON_LINE_RIGHTS,
+	      "a write to line 3 delivered (%d)", h_count);
+	CHECK(ulpt_protect_line_word((void *)p, 0) == 0 && ulpt_get((void *)(p + 112), NULL, &line) == 0 &&
+	      line == 0, "the general call clears them");
 	return 0;
 }
 
@@ -934,6 +967,7 @@ static const struct test {
 	{ "bad_arguments", t_bad_arguments, "every bad argument is a negative errno" },
 	{ "page_rights", t_page_rights, "page rights: deny, fault record, restore, inline get/set" },
 	{ "line_rights", t_line_rights, "line rights (ULPT; EOPNOTSUPP on mprotect)" },
+	{ "line_word", t_line_word, "ulpt_page_lines: a page's lines from one word (the union of them on mprotect)" },
 	{ "retry", t_retry, "ULPT_RETRY after the handler lifts the rights" },
 	{ "permit", t_permit, "ULPT_PERMIT lets each access through once" },
 	{ "skip", t_skip, "ULPT_SKIP continues at next_ip" },

@@ -68,7 +68,6 @@ static struct {
 	uint32_t q_head, q_tail;        /* quarantine */
 	uint64_t q_bytes;
 	uint8_t *shadow;                /* per arena line: its denied rights */
-	uint8_t *page_deny;             /* per arena page: what was last given to ulpt_protect */
 	int page_units;                 /* mprotect --check: slots of whole pages */
 	int degraded;                   /* mprotect failed: new blocks come from glibc */
 	uint32_t max_page_blocks;       /* mprotect: block slots the mapping limit allows */
@@ -112,8 +111,7 @@ void heap_init(void)
 	ag.owner = wl_mem_reserve((ARENA_BYTES >> LINE_SHIFT) * sizeof(uint32_t));
 	ag.blocks = wl_mem_reserve((size_t)MAX_BLOCKS * sizeof(struct blk));
 	h.shadow = wl_mem_reserve(ARENA_BYTES >> LINE_SHIFT);
-	h.page_deny = wl_mem_reserve(ARENA_BYTES >> 12);
-	if (!ag.arena || !ag.owner || !ag.blocks || !h.shadow || !h.page_deny) {
+	if (!ag.arena || !ag.owner || !ag.blocks || !h.shadow) {
 		ag.heap = HEAP_OFF;
 		ag.arena = NULL;
 		return;
@@ -159,7 +157,8 @@ static void shadow_fill(uint32_t first, uint32_t n, unsigned deny)
 }
 
 /* Gives the pages that hold n arena lines from first their lines' rights from the shadow:
- * one store to the view per page (ULPT), or an mprotect when the page's rights change. */
+ * one store to the view per page (ULPT), or an mprotect when the page's rights change
+ * (ulpt_page_lines). */
 static void publish(uint32_t first, uint32_t n)
 {
 	uint32_t end = first + n;
@@ -167,21 +166,11 @@ static void publish(uint32_t first, uint32_t n)
 	for (uint32_t pl = first & ~31u; pl < end; pl += 32) {
 		char *page = ag.arena + ((uintptr_t)pl << LINE_SHIFT);
 		uint64_t word = 0;
-		unsigned any = 0;
 
-		for (unsigned i = 0; i < 32; i++) {
+		for (unsigned i = 0; i < 32; i++)
 			word |= (uint64_t)h.shadow[pl + i] << (2 * i);
-			any |= h.shadow[pl + i];
-		}
-		if (ulpt_backend() == ULPT_BACKEND_ULPT) {
-			ulpt_entry_(page)[1] = word;
-		} else if (h.page_deny[pl / 32] != any) {
-			if (ulpt_protect(page, 4096, any) < 0) {
-				degrade();
-				continue;
-			}
-			h.page_deny[pl / 32] = (uint8_t)any;
-		}
+		if (ulpt_page_lines(page, word) < 0)
+			degrade();
 	}
 }
 

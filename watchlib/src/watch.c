@@ -210,17 +210,12 @@ static struct wpage *get_page(uintptr_t pageno)
 static void apply_page(struct wpage *p)
 {
 	uint64_t word = 0;
-	unsigned deny = 0;
 
 	for (unsigned i = 0; i < 32; i++) {
 		unsigned d = (p->cnt_r[i] ? ULPT_DENY_R : 0) | (p->cnt_w[i] ? ULPT_DENY_W : 0);
 		word |= (uint64_t)d << (2 * i);
-		deny |= d;
 	}
-	if (wl.backend == ULPT_BACKEND_ULPT)
-		ulpt_entry_((void *)(p->pageno * PAGE))[1] = word;
-	else
-		ulpt_protect((void *)(p->pageno * PAGE), PAGE, deny);
+	ulpt_page_lines((void *)(p->pageno * PAGE), word);
 }
 
 /* Adds (delta 1) or removes (-1) watch id's bytes on every page they cover. */
