@@ -65,6 +65,8 @@ for b in overflow-write underflow-read underflow-far-read use-after-free double-
 done
 r check-underflow-read-exact --check --redzone=exact -- '$progs/heapbugs' underflow-read
 r check-overflow-odd-write --check -- '$progs/heapbugs' overflow-odd-write
+r check-pad-write-free --check -- '$progs/heapbugs' pad-write-free
+r check-pad-underflow-free --check -- '$progs/heapbugs' pad-underflow-free
 r check-overflow-odd-write-a1 --check --align=1 -- '$progs/heapbugs' overflow-odd-write
 r clean --check -- '$progs/clean'
 r clean-a1 --check --align=1 -- '$progs/clean'
@@ -212,8 +214,15 @@ for env in host guest; do
   check $env check-overflow-odd-write-a1 "--check --align=1: a 1-byte write past malloc(13): heap-overflow, write, block+13" \
     "${common[@]}" "${access[@]}" "E[0]['kind'] == 'heap-overflow' and E[0]['access'] == 'write'" \
     "$block" "$at_line" "$alloc"
-  check $env check-overflow-odd-write "--check: a 1-byte write past malloc(13) is in its 8-byte alignment's padding: not caught, as documented" \
-    "rc == 0 and len(E) == 0" "B is not None"
+  check $env check-overflow-odd-write "--check: a 1-byte write past malloc(13), in its 8-byte alignment's padding and never freed: the canary finds it at exit" \
+    "rc == 0 and len(E) == 1" "B is not None" "E[0]['kind'] == 'heap-overflow' and E[0]['access'] == 'write' and E[0]['found'] == 'exit'" \
+    "h(E[0]['address']) == B['addr'] and E[0]['size'] == 1" "$block" "$alloc"
+  check $env check-pad-write-free "--check: 2 bytes written into malloc(13)'s padding, found at free: heap-overflow, write, block+13, size 2, free's caller main" \
+    "rc == 0 and len(E) == 1" "B is not None" "E[0]['kind'] == 'heap-overflow' and E[0]['access'] == 'write' and E[0]['found'] == 'free'" \
+    "h(E[0]['address']) == B['addr'] and E[0]['size'] == 2" "$block" "$alloc" "$at_line"
+  check $env check-pad-underflow-free "--check: a 1-byte write before malloc(100), in its open first line, found at free: heap-overflow, block-1" \
+    "rc == 0 and len(E) == 1" "B is not None" "E[0]['found'] == 'free' and E[0]['kind'] == 'heap-overflow'" \
+    "h(E[0]['address']) == B['addr'] and E[0]['size'] == 1" "$block" "$alloc"
   if [ $env = guest ]; then
   check $env check-underflow-read-exact "--check --redzone=exact: a 1-byte read before malloc(16): heap-overflow, read, block-1" \
     "${common[@]}" "${access[@]}" "E[0]['kind'] == 'heap-overflow' and E[0]['access'] == 'read'" \

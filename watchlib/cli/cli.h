@@ -43,6 +43,7 @@ struct frame {
 
 struct heap_error {
 	char *kind, *access;
+	char *found;                /* "access", or "free"/"exit": found by the block's canary */
 	uint64_t addr, size, ip, block, block_size;
 	struct frame *frames;
 	size_t nframes, cap;

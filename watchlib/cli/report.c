@@ -71,6 +71,7 @@ static int take_record(char **f, size_t nf, struct report *rep, struct options *
 			return -1;
 		e.kind = xstrdup(f[1]);
 		e.access = xstrdup(f[2]);
+		e.found = xstrdup(nf > 8 && f[8][0] ? f[8] : "access");
 		if (rep->nerrors == rep->cap) {
 			rep->cap = rep->cap ? 2 * rep->cap : 8;
 			rep->errors = xrealloc(rep->errors, rep->cap, sizeof(*rep->errors));
@@ -173,6 +174,7 @@ void report_free(struct report *rep)
 		free(e->frames);
 		free(e->kind);
 		free(e->access);
+		free(e->found);
 	}
 	free(rep->errors);
 	free(rep->backend);
@@ -402,6 +404,7 @@ int report_json(FILE *out, const char *outname, const struct report *rep,
 
 			json_object_object_add(o, "kind", jstr(e->kind));
 			json_object_object_add(o, "access", jstr(e->access));
+			json_object_object_add(o, "found", jstr(e->found));
 			json_object_object_add(o, "address", hex(e->addr));
 			json_object_object_add(o, "size", json_object_new_uint64(e->size));
 			json_object_object_add(o, "ip", hex(e->ip));

@@ -263,6 +263,8 @@ static void agent_end(void)
 
 	if (!ag.ready || getpid() != ag.pid)
 		return;
+	if (ag.heap == HEAP_CHECK)
+		heap_check_canaries();
 	in_agent++;
 	wl_get_stats(&st);
 	n = snprintf(line, sizeof(line), "backend\t%s\n", ulpt_backend_name(ulpt_backend()));

@@ -99,9 +99,11 @@ struct err {
 	uintptr_t ip;
 	pid_t tid;
 	uint32_t block;             /* 0: none */
+	const char *found;          /* NULL: at the access; "free" or "exit": by the block's canary */
 };
 uint32_t stack_capture(void) WL_HIDDEN;     /* the caller of malloc or free: a depot id, 0 if none */
 void report_error(struct err *e) WL_HIDDEN;
+void heap_check_canaries(void) WL_HIDDEN;      /* every live block's, at exit */
 void report_hit(const struct wl_hit *h, void *arg) WL_HIDDEN;
 
 #endif

@@ -231,7 +231,9 @@ static const char *kind_name(enum err_kind k)
 
 static int seen_before(const struct err *e)
 {
-	uint32_t key = (uint32_t)(e->ip * 2654435761u) ^ (uint32_t)e->kind ^ (e->access << 8);
+	/* By where it happened; an error found at exit has no stack: by its address. */
+	uintptr_t where = e->ip ? e->ip : e->addr;
+	uint32_t key = (uint32_t)(where * 2654435761u) ^ (uint32_t)e->kind ^ (e->access << 8);
 	uint32_t i = key & 4095;
 
 	if (!key)
@@ -256,9 +258,11 @@ void report_error(struct err *e)
 	const char *acc = e->access == WL_WRITE ? "write" : e->access == WL_READ ? "read" : "free";
 	int n;
 
-	n = stack_from(e->access ? e->ip : 0, pcs, MAX_FRAMES);
-	if (!e->access && n)
-		e->ip = pcs[0];        /* a bad free: its caller, before telling errors apart by ip */
+	/* A bad free or a canary found at free: from the caller of free on; at exit: none. */
+	int at_access = e->access && !e->found;
+	n = e->found && !strcmp(e->found, "exit") ? 0 : stack_from(at_access ? e->ip : 0, pcs, MAX_FRAMES);
+	if (!at_access && n)
+		e->ip = pcs[0];        /* its caller, before telling errors apart by ip */
 	if (seen_before(e))
 		return;
 	__atomic_add_fetch(&ag.errors, 1, __ATOMIC_RELAXED);
@@ -270,12 +274,15 @@ void report_error(struct err *e)
 	if (e->access)
 		put(&human, "%s of size %zu at 0x%lx thread %d\n", e->access == WL_WRITE ? "WRITE" : "READ",
 		    e->size, (unsigned long)e->addr, (int)e->tid);
+	if (e->found)
+		put(&human, "found at %s: the block's canary (the bytes next to it) was changed\n",
+		    e->found);
 	else
 		put(&human, "free of 0x%lx thread %d\n", (unsigned long)e->addr, (int)e->tid);
-	put(&rec, "error\t%s\t%s\t0x%lx\t%zu\t0x%lx\t0x%lx\t%zu\n", kind_name(e->kind), acc,
+	put(&rec, "error\t%s\t%s\t0x%lx\t%zu\t0x%lx\t0x%lx\t%zu\t%s\n", kind_name(e->kind), acc,
 	    (unsigned long)e->addr, e->size, (unsigned long)e->ip,
-	    (unsigned long)(b ? b->user : 0), b ? b->size : 0);
-	frames(&human, &rec, "access", pcs, n, e->access != 0);
+	    (unsigned long)(b ? b->user : 0), b ? b->size : 0, e->found ? e->found : "access");
+	frames(&human, &rec, "access", pcs, n, at_access);
 	if (b) {
 		uintptr_t end = b->user + b->size;
 		if (e->addr < b->user)

@@ -6,7 +6,12 @@
  * (or free). Expected report, one error each:
  *   overflow-write   heap-overflow    write  addr = block + 24, size 1, block of 24
  *   overflow-odd-write heap-overflow  write  addr = block + 13, size 1, block of 13 (caught
- *                    with --align=1; by default the block has 3 bytes of padding after it)
+ *                    at the access with --align=1; by default the block has 3 bytes of padding
+ *                    after it, and the block's canary finds the write at exit)
+ *   pad-write-free   heap-overflow    write  addr = block + 13, size 2, block of 13: into the
+ *                    padding, found at free (the caller of free, main, is in the backtrace)
+ *   pad-underflow-free heap-overflow  write  addr = block - 1, size 1, block of 100: into the
+ *                    open bytes before it in its first line, found at free
  *   underflow-read   heap-overflow    read   addr = block - 1, size 1, block of 16
  *                    (with --redzone=exact; by default it is in the block's open first line)
  *   underflow-far-read heap-overflow  read   addr = block - 120, size 1, block of 16 (past
@@ -48,6 +53,17 @@ int main(int argc, char **argv)
 		p = malloc(13);
 		say(bug, p, 13, p + 13, __LINE__ + 1);
 		p[13] = 'x';
+	} else if (!strcmp(bug, "pad-write-free")) {
+		q = malloc(13);
+		say(bug, q, 13, q + 13, __LINE__ + 3);
+		q[13] = 'x';
+		q[14] = 'y';
+		free(q);
+	} else if (!strcmp(bug, "pad-underflow-free")) {
+		q = malloc(100);
+		say(bug, q, 100, q - 1, __LINE__ + 2);
+		q[-1] = 'x';
+		free(q);
 	} else if (!strcmp(bug, "underflow-read")) {
 		p = malloc(16);
 		say(bug, p, 16, p - 1, __LINE__ + 1);
@@ -81,7 +97,8 @@ int main(int argc, char **argv)
 		say(bug, q, 16, q + 16, __LINE__ + 1);
 		memcpy(q, src, 17);
 	} else {
-		fprintf(stderr, "usage: heapbugs overflow-write|overflow-odd-write|underflow-read|"
+		fprintf(stderr, "usage: heapbugs overflow-write|overflow-odd-write|pad-write-free|"
+			"pad-underflow-free|underflow-read|"
 			"underflow-far-read|"
 			"use-after-free|double-free|free-middle|free-stack|memcpy-overflow\n");
 		return 2;
