@@ -126,6 +126,8 @@ WL_LIBS := -lunwind -ldw -lelf -lcapstone -ldl -lpthread
 # The fault path runs in libulpt's general-register-only entry stub (see watch.c).
 WL_CFLAGS_watch := -mgeneral-regs-only -fno-tree-loop-distribute-patterns
 WL_CFLAGS_fault := $(WL_CFLAGS_watch)
+# Its fallback loops must not become calls of the functions they stand for.
+WL_CFLAGS_strmem := -fno-builtin -fno-tree-loop-distribute-patterns
 $(WB)/%.o: watchlib/src/%.c $(WL_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) $(WL_CFLAGS_$*) $(DEPFLAGS) -c -o $@ $<
@@ -142,7 +144,7 @@ $(WB)/ulpt-watch: $(wildcard watchlib/cli/*.c watchlib/cli/*.h) $(WL_HDRS)
 # Programs the tests run under ulpt-watch (ordinary, dynamically linked), and tests of the C API.
 $(WB)/test/progs/%: watchlib/test/progs/%.c
 	@mkdir -p $(@D)
-	$(CC) -O1 -g -Wall -Wextra -Werror -fno-builtin -o $@ $< -lpthread
+	$(CC) -O1 -g -Wall -Wextra -Werror -fno-builtin -o $@ $< -lpthread -ldl
 $(WB)/test/progs/%: watchlib/test/progs/%.cc
 	@mkdir -p $(@D)
 	g++ -O1 -g -Wall -Wextra -Werror -o $@ $< -lpthread

@@ -11,6 +11,10 @@
 #              copying inside calloc and realloc, printf's stores into stdout's buffer)
 #   heapbugs   --check: one report per bug, with kind, access, address, size, block, the bad
 #              access's line in main's frame, main in the allocation (and free) backtraces
+#   strbugs    --check: each checked libc function (memcpy ... strndup) one byte outside its
+#              block: one report at that byte, "in" the function, from main's line; and all of
+#              them within their blocks: no error
+#   dlopens    --check on dlopen of libraries (the loader's unreplaceable string routines)
 #   clean      --check on a correct program doing tricky things: no error, status 0, output kept
 #   sigmalloc  --check on a program that allocates in a signal handler: no deadlock, no error
 #   ownsegv    a program installing its own SIGSEGV and SIGTRAP handlers after the agent started
@@ -44,6 +48,16 @@ gcc -O1 -g -Wall -Wextra -Werror -fno-builtin -no-pie -o "$nopie" "$top/watchlib
 addr=$(nm "$nopie" 2>/dev/null | awk '$3 == "watched" { print $1 }')
 [ -n "$addr" ] && addr=$(printf '0x%x' "$((16#$addr))") || addr=0x0
 
+# strbugs: a call of each checked libc function one byte outside its block.
+strcases="memcpy-write memcpy-read memmove memset-under memcmp memchr strlen strnlen strcpy strncpy
+strcat strncat strcmp strncmp strchr strrchr strdup strndup"
+strcases=$(echo $strcases)
+
+# dlopens: libraries the build and the benchmarks need anyway (so present wherever this runs).
+dllibs="libunwind.so.8 libdw.so.1 libelf.so.1 libcapstone.so.4 libjson-c.so.5 libz.so.1 liblzma.so.5
+libsqlite3.so.0 libffi.so.8 libexpat.so.1 libbz2.so.1.0 libglib-2.0.so.0 libpixman-1.so.0 libm.so.6"
+dllibs=$(echo $dllibs)
+
 # The runs, the same on the host and in the guest: sh runs.sh OUTDIR [guest].
 cat > "$d/runs.sh" <<EOF
 o=\$1
@@ -66,6 +80,10 @@ done
 r check-underflow-read-exact --check --redzone=exact -- '$progs/heapbugs' underflow-read
 r check-overflow-odd-write --check -- '$progs/heapbugs' overflow-odd-write
 r check-pad-write-free --check -- '$progs/heapbugs' pad-write-free
+r dlopens --check -- '$progs/dlopens' $dllibs
+for c in $strcases clean; do
+  r strbugs-\$c --check -- '$progs/strbugs' \$c
+done
 r check-pad-underflow-free --check -- '$progs/heapbugs' pad-underflow-free
 r check-overflow-odd-write-a1 --check --align=1 -- '$progs/heapbugs' overflow-odd-write
 r clean --check -- '$progs/clean'
@@ -90,7 +108,8 @@ echo \$? > '$d/guest/wl-api.rc'
 EOF
 
 # check.py ENV/NAME EXPR...: every python EXPR holds for the run's report j (watches W,
-# errors E, heap H), its exit status rc, stdout out and stderr err; B is heapbugs' line.
+# errors E, heap H), its exit status rc, stdout out and stderr err; B is heapbugs' (or
+# strbugs') line.
 cat > "$d/check.py" <<'EOF'
 import json, re, sys
 base, exprs = sys.argv[1], sys.argv[2:]
@@ -116,9 +135,9 @@ def fns(frames):                 # the function names of a backtrace
     return [f.get('function') for f in frames or []]
 def locs(frames, fn):            # the locations of fn's frames
     return [f.get('location') or '' for f in frames or [] if f.get('function') == fn]
-m = re.search(r'heapbugs: \S+ block=(\S+) size=(\d+) addr=(\S+) line=(\d+)', err)
-B = m and dict(block=0 if m[1] == '(nil)' else int(m[1], 16), size=int(m[2]), addr=int(m[3], 16),
-               line=int(m[4]))
+m = re.search(r'(?:heapbugs|strbugs): \S+ (?:fn=(\S+) )?block=(\S+) size=(\d+) addr=(\S+) line=(\d+)', err)
+B = m and dict(fn=m[1], block=0 if m[2] == '(nil)' else int(m[2], 16), size=int(m[3]),
+               addr=int(m[4], 16), line=int(m[5]))
 bad = []
 for x in exprs:
     try:
@@ -220,6 +239,17 @@ for env in host guest; do
   check $env check-pad-write-free "--check: 2 bytes written into malloc(13)'s padding, found at free: heap-overflow, write, block+13, size 2, free's caller main" \
     "rc == 0 and len(E) == 1" "B is not None" "E[0]['kind'] == 'heap-overflow' and E[0]['access'] == 'write' and E[0]['found'] == 'free'" \
     "h(E[0]['address']) == B['addr'] and E[0]['size'] == 2" "$block" "$alloc" "$at_line"
+  for c in $strcases; do
+    check $env strbugs-$c "--check: $c one byte outside its block: one heap-overflow at that byte, in the function, from main at its line" \
+      "rc == 0 and len(E) == 1" "B is not None" "E[0]['kind'] == 'heap-overflow' and h(E[0]['address']) == B['addr']" \
+      "(' in %s\\n' % B['fn']) in err and 'free of' not in err" \
+      "any(l.endswith('strbugs.c:%d' % B['line']) for l in locs(E[0]['backtrace'], 'main'))" \
+      "h(E[0]['block']['address']) == B['block'] and E[0]['block']['size'] == B['size']"
+  done
+  check $env dlopens "--check: dlopen of 14 libraries (the loader's own strlen reads whole chunks past the paths it copies): no error" \
+    "rc == 0 and E == [] and 'errors' in j" "'dlopens: ok' in out"
+  check $env strbugs-clean "--check: every checked libc function within its blocks: no error" \
+    "rc == 0 and E == [] and 'errors' in j" "'strbugs: clean ok' in out"
   check $env check-pad-underflow-free "--check: a 1-byte write before malloc(100), in its open first line, found at free: heap-overflow, block-1" \
     "rc == 0 and len(E) == 1" "B is not None" "E[0]['found'] == 'free' and E[0]['kind'] == 'heap-overflow'" \
     "h(E[0]['address']) == B['addr'] and E[0]['size'] == 1" "$block" "$alloc"

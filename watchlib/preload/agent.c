@@ -231,6 +231,7 @@ void agent_init(void)
 		ag.heap = HEAP_OFF;
 	} else {
 		dl_iterate_phdr(libc_cb, NULL);         /* our own code, libc's, the loader's */
+		strmem_init();
 		if (ag.heap != HEAP_OFF)
 			heap_init();
 		if (ag.verbose)

@@ -6,6 +6,7 @@
  *
  * Files: agent.c (start, configuration, results), heap.c (the allocator: red zones,
  * quarantine, the malloc family), fault.c (the fault handler, general registers only),
+ * strmem.c (libc's memory and string functions, checked against the blocks),
  * report.c (backtraces with libunwind, symbols with libdw, error reports).
  *
  * SPDX-License-Identifier: MIT
@@ -41,6 +42,7 @@ struct blk {
 	uint32_t alloc_stack, free_stack;     /* stack depot ids (0: none) */
 	pid_t alloc_tid, free_tid;
 	uint8_t state;
+	uint8_t overflowed;         /* an overflow of it was reported: its canary says no more */
 	uint32_t next;              /* quarantine and free-list link */
 };
 
@@ -88,6 +90,8 @@ void heap_set_lines(uint32_t first, uint32_t n, unsigned deny) WL_HIDDEN;
 
 /* fault.c */
 enum ulpt_action agent_fault(struct ulpt_fault *f, void *arg) WL_HIDDEN;
+/* strmem.c: the checked memory and string functions. */
+void strmem_init(void) WL_HIDDEN;
 
 /* report.c: error kinds, and what the after-call of an error does. */
 enum err_kind { ERR_OVERFLOW = 1, ERR_UAF, ERR_DOUBLE_FREE, ERR_INVALID_FREE };
@@ -100,7 +104,13 @@ struct err {
 	pid_t tid;
 	uint32_t block;             /* 0: none */
 	const char *found;          /* NULL: at the access; "free" or "exit": by the block's canary */
+	const char *fn;             /* the libc function the range was given to (strmem.c), or NULL */
 };
+/* fault.c: the error of an access [s, e) (0: none; ip is the instruction, 0 for a range given
+ * to a libc function; reads_only allows libc's chunked reads) and the address to report. */
+enum err_kind heap_classify(uintptr_t s, uintptr_t e, uintptr_t ip, int reads_only,
+			    uint32_t *bid) WL_HIDDEN;
+uintptr_t heap_bad_byte(enum err_kind k, uint32_t bid, uintptr_t s) WL_HIDDEN;
 uint32_t stack_capture(void) WL_HIDDEN;     /* the caller of malloc or free: a depot id, 0 if none */
 void report_error(struct err *e) WL_HIDDEN;
 void heap_check_canaries(void) WL_HIDDEN;      /* every live block's, at exit */

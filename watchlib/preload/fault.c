@@ -51,8 +51,7 @@ static int in_libc(uintptr_t ip)
 }
 
 /* The error an access [s, e) by the instruction at ip makes, or 0; *bid is the block. */
-static enum err_kind classify(uintptr_t s, uintptr_t e, uintptr_t ip, int reads_only,
-			      uint32_t *bid)
+enum err_kind heap_classify(uintptr_t s, uintptr_t e, uintptr_t ip, int reads_only, uint32_t *bid)
 {
 	struct blk *b = blk_of(s), *c = blk_of(e - 1), *prev;
 	uint64_t dl, dr;
@@ -77,6 +76,16 @@ static enum err_kind classify(uintptr_t s, uintptr_t e, uintptr_t ip, int reads_
 	if (chunk && in_libc(ip) &&
 	    (overlaps(b, s, s + 1, BLK_LIVE) || overlaps(c, e - 1, e, BLK_LIVE)))
 		return 0;
+	/* The loader's own string routines cannot be replaced (strmem.c replaces the program's
+	 * calls): they read whole aligned 16- to 64-byte chunks, and may load the next 64-byte
+	 * group before testing the one with the terminator. So an aligned chunk of theirs that
+	 * starts within 128 bytes after a live block's end, in the same page, is that. */
+	if (chunk && in_libc(ip) && (e - s == 16 || e - s == 32 || e - s == 64) && !(s & (e - s - 1))) {
+		const struct blk *l = blk_of(s - LINE_BYTES);
+		uintptr_t end = l && l->state == BLK_LIVE ? l->user + l->size : 0;
+		if (end && s >= end && s < end + 128 && (s >> 12) == ((end - 1) >> 12))
+			return 0;
+	}
 	if (overlaps(b, s, e, BLK_FREED) || overlaps(c, s, e, BLK_FREED)) {
 		*bid = (uint32_t)((overlaps(b, s, e, BLK_FREED) ? b : c) - ag.blocks);
 		return ERR_UAF;
@@ -99,6 +108,18 @@ static enum err_kind classify(uintptr_t s, uintptr_t e, uintptr_t ip, int reads_
 	if (ag.blocks[*bid].state == BLK_FREED)
 		return ERR_UAF;
 	return ERR_OVERFLOW;
+}
+
+/* The address an error of an access from s reports: the first byte it may not touch (ASan
+ * reports the access; for a wide one, like memcpy's, the bad byte says more). */
+uintptr_t heap_bad_byte(enum err_kind k, uint32_t bid, uintptr_t s)
+{
+	if (k == ERR_OVERFLOW && bid) {
+		const struct blk *b = &ag.blocks[bid];
+		if (s >= b->user && s < b->user + b->size)
+			return b->user + b->size;
+	}
+	return s;
 }
 
 static enum ulpt_action heap_fault_(struct ulpt_fault *f);
@@ -164,7 +185,7 @@ static enum ulpt_action heap_fault_(struct ulpt_fault *f)
 	}
 
 	uint32_t bid = 0;
-	enum err_kind k = classify(s, e, f->ip, acc.reads && !acc.writes, &bid);
+	enum err_kind k = heap_classify(s, e, f->ip, acc.reads && !acc.writes, &bid);
 	if (!k) {
 		false_fault();
 		return ULPT_PERMIT;
@@ -176,14 +197,7 @@ static enum ulpt_action heap_fault_(struct ulpt_fault *f)
 		return ULPT_PERMIT_STEP;    /* the same instruction's second fault: one report */
 	p->ip = f->ip;
 	p->owner = 2;
-	/* The address reported is the first byte the access may not touch (ASan reports the
-	 * access; for a wide one, like memcpy's, the bad byte says more). */
-	p->start = s;
-	if (k == ERR_OVERFLOW && bid) {
-		const struct blk *b = &ag.blocks[bid];
-		if (s >= b->user && s < b->user + b->size)
-			p->start = b->user + b->size;
-	}
+	p->start = heap_bad_byte(k, bid, s);
 	p->size = e - s;
 	p->kind = acc.writes ? WL_WRITE : WL_READ;
 	p->aux[0] = k;

@@ -310,7 +310,7 @@ static uintptr_t canary_damage(const struct blk *b, size_t *n)
 	uintptr_t lo, hi, a = 0;
 	const volatile uint8_t *p;
 
-	if (!canary_span(b, &lo, &hi))
+	if (b->overflowed || !canary_span(b, &lo, &hi))
 		return 0;
 	for (p = (const uint8_t *)lo; !a && (uintptr_t)p < b->user; p++)
 		if (*p != CANARY)

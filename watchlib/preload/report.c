@@ -263,6 +263,8 @@ void report_error(struct err *e)
 	n = e->found && !strcmp(e->found, "exit") ? 0 : stack_from(at_access ? e->ip : 0, pcs, MAX_FRAMES);
 	if (!at_access && n)
 		e->ip = pcs[0];        /* its caller, before telling errors apart by ip */
+	if (e->kind == ERR_OVERFLOW && b)
+		ag.blocks[e->block].overflowed = 1;    /* one bug, one report (heap.c's canaries) */
 	if (seen_before(e))
 		return;
 	__atomic_add_fetch(&ag.errors, 1, __ATOMIC_RELAXED);
@@ -272,17 +274,20 @@ void report_error(struct err *e)
 	    (int)getpid(), kind_name(e->kind), (unsigned long)e->addr, (unsigned long)e->ip,
 	    (int)e->tid);
 	if (e->access)
-		put(&human, "%s of size %zu at 0x%lx thread %d\n", e->access == WL_WRITE ? "WRITE" : "READ",
-		    e->size, (unsigned long)e->addr, (int)e->tid);
+		put(&human, "%s of size %zu at 0x%lx thread %d%s%s\n",
+		    e->access == WL_WRITE ? "WRITE" : "READ", e->size, (unsigned long)e->addr,
+		    (int)e->tid, e->fn ? " in " : "", e->fn ? e->fn : "");
+	else
+		put(&human, "free of 0x%lx thread %d\n", (unsigned long)e->addr, (int)e->tid);
 	if (e->found)
 		put(&human, "found at %s: the block's canary (the bytes next to it) was changed\n",
 		    e->found);
-	else
-		put(&human, "free of 0x%lx thread %d\n", (unsigned long)e->addr, (int)e->tid);
 	put(&rec, "error\t%s\t%s\t0x%lx\t%zu\t0x%lx\t0x%lx\t%zu\t%s\n", kind_name(e->kind), acc,
 	    (unsigned long)e->addr, e->size, (unsigned long)e->ip,
 	    (unsigned long)(b ? b->user : 0), b ? b->size : 0, e->found ? e->found : "access");
-	frames(&human, &rec, "access", pcs, n, at_access);
+	/* The first frame is the faulting instruction itself, but the caller's return address for
+	 * a range given to a libc function. */
+	frames(&human, &rec, "access", pcs, n, at_access && !e->fn);
 	if (b) {
 		uintptr_t end = b->user + b->size;
 		if (e->addr < b->user)

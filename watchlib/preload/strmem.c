@@ -1,0 +1,368 @@
+/*
+ * The agent's replacements of libc's memory and string functions, for --check (the idea of
+ * Valgrind's mc_replace_strmem.c and ASan's interceptors): the byte range a call reads or
+ * writes is checked against the heap's blocks before the real function runs, and an access
+ * outside a live block is reported at the call ("WRITE of size 17 ... in memcpy", the caller's
+ * backtrace). The real function then runs as the agent's access (in_agent), so the faults it
+ * takes in red zones are not reported again, and its whole-chunk reads past a string's end
+ * need no excuse. A range outside the arena, or inside one live block, costs a few compares.
+ *
+ * The real functions come from the next object in the lookup order (libc) at the agent's
+ * start; calls before that (the loader's and libc's start-up) use the plain loops below.
+ * Built with -fno-builtin -fno-tree-loop-distribute-patterns: the loops must not become calls
+ * of the functions they stand for.
+ *
+ * SPDX-License-Identifier: MIT
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "agent.h"
+
+#define REAL(name, ret, ...) static ret (*real_##name)(__VA_ARGS__)
+REAL(memcpy, void *, void *, const void *, size_t);
+REAL(memmove, void *, void *, const void *, size_t);
+REAL(memset, void *, void *, int, size_t);
+REAL(memcmp, int, const void *, const void *, size_t);
+REAL(memchr, void *, const void *, int, size_t);
+REAL(strlen, size_t, const char *);
+REAL(strnlen, size_t, const char *, size_t);
+REAL(strcmp, int, const char *, const char *);
+REAL(strncmp, int, const char *, const char *, size_t);
+REAL(strchr, char *, const char *, int);
+REAL(strrchr, char *, const char *, int);
+
+/* Called once the agent has started (agent_init). */
+void strmem_init(void)
+{
+#define GET(name) real_##name = (__typeof__(real_##name))dlsym(RTLD_NEXT, #name)
+	GET(memcpy); GET(memmove); GET(memset); GET(memcmp); GET(memchr); GET(strlen);
+	GET(strnlen); GET(strcmp); GET(strncmp); GET(strchr); GET(strrchr);
+#undef GET
+}
+
+/* Is this call the program's, to be checked? */
+static int checking(void)
+{
+	return ag.heap == HEAP_CHECK && ag.ready && !in_agent;
+}
+
+/*
+ * [p, p + n) as the program's call of fn reads (access WL_READ) or writes it: an error if
+ * any byte is outside live blocks of the arena. ip is the caller (the report's first frame).
+ */
+static void check(const void *p, size_t n, unsigned access, const char *fn, uintptr_t ip)
+{
+	uintptr_t s = (uintptr_t)p, e = s + n;
+	uint32_t bid = 0;
+	enum err_kind k;
+
+	if (!n || (!in_arena(s) && !in_arena(e - 1)))
+		return;
+	k = heap_classify(s, e, 0, 0, &bid);
+	if (!k)
+		return;
+	struct err er = {
+		.kind = k, .access = access, .addr = heap_bad_byte(k, bid, s), .size = n,
+		.ip = ip, .tid = (pid_t)syscall(SYS_gettid), .block = bid, .fn = fn,
+	};
+	in_agent++;
+	report_error(&er);
+	in_agent--;
+}
+
+#define CALLER ((uintptr_t)__builtin_return_address(0))
+/* Runs the real function as the agent's own access (see the top). */
+#define AS_AGENT(expr) ({ in_agent++; __typeof__(expr) r_ = (expr); in_agent--; r_; })
+
+/* --- fallbacks before the agent has started ------------------------------------------------ */
+static size_t plain_strlen(const char *s) { size_t n = 0; while (s[n]) n++; return n; }
+
+static size_t len_of(const char *s)
+{
+	return real_strlen ? AS_AGENT(real_strlen(s)) : plain_strlen(s);
+}
+
+/* The bytes strcmp-like functions read: up to the first difference or terminator, n at most. */
+static size_t cmp_span(const char *a, const char *b, size_t n)
+{
+	size_t i = 0;
+
+	in_agent++;
+	while (i < n && a[i] && a[i] == b[i])
+		i++;
+	in_agent--;
+	return i < n ? i + 1 : n;
+}
+
+void *memcpy(void *d, const void *s, size_t n)
+{
+	if (checking()) {
+		check(s, n, WL_READ, "memcpy", CALLER);
+		check(d, n, WL_WRITE, "memcpy", CALLER);
+		return AS_AGENT(real_memcpy(d, s, n));
+	}
+	if (real_memcpy)
+		return real_memcpy(d, s, n);
+	for (size_t i = 0; i < n; i++)
+		((char *)d)[i] = ((const char *)s)[i];
+	return d;
+}
+
+void *memmove(void *d, const void *s, size_t n)
+{
+	if (checking()) {
+		check(s, n, WL_READ, "memmove", CALLER);
+		check(d, n, WL_WRITE, "memmove", CALLER);
+		return AS_AGENT(real_memmove(d, s, n));
+	}
+	if (real_memmove)
+		return real_memmove(d, s, n);
+	if (d < s)
+		for (size_t i = 0; i < n; i++)
+			((char *)d)[i] = ((const char *)s)[i];
+	else
+		for (size_t i = n; i-- > 0;)
+			((char *)d)[i] = ((const char *)s)[i];
+	return d;
+}
+
+void *memset(void *d, int c, size_t n)
+{
+	if (checking()) {
+		check(d, n, WL_WRITE, "memset", CALLER);
+		return AS_AGENT(real_memset(d, c, n));
+	}
+	if (real_memset)
+		return real_memset(d, c, n);
+	for (size_t i = 0; i < n; i++)
+		((char *)d)[i] = (char)c;
+	return d;
+}
+
+int memcmp(const void *a, const void *b, size_t n)
+{
+	if (checking()) {
+		/* Both ranges whole, as ASan's strict_memcmp: the result may depend on any byte. */
+		check(a, n, WL_READ, "memcmp", CALLER);
+		check(b, n, WL_READ, "memcmp", CALLER);
+		return AS_AGENT(real_memcmp(a, b, n));
+	}
+	if (real_memcmp)
+		return real_memcmp(a, b, n);
+	for (size_t i = 0; i < n; i++)
+		if (((const unsigned char *)a)[i] != ((const unsigned char *)b)[i])
+			return ((const unsigned char *)a)[i] - ((const unsigned char *)b)[i];
+	return 0;
+}
+
+void *memchr(const void *s, int c, size_t n)
+{
+	if (checking()) {
+		const char *r = AS_AGENT(real_memchr(s, c, n));
+		check(s, r ? (size_t)(r - (const char *)s) + 1 : n, WL_READ, "memchr", CALLER);
+		return (void *)r;
+	}
+	if (real_memchr)
+		return real_memchr(s, c, n);
+	for (size_t i = 0; i < n; i++)
+		if (((const unsigned char *)s)[i] == (unsigned char)c)
+			return (char *)s + i;
+	return NULL;
+}
+
+size_t strlen(const char *s)
+{
+	size_t n = len_of(s);
+
+	if (checking())
+		check(s, n + 1, WL_READ, "strlen", CALLER);
+	return n;
+}
+
+size_t strnlen(const char *s, size_t max)
+{
+	size_t n;
+
+	if (!real_strnlen) {
+		for (n = 0; n < max && s[n]; n++)
+			;
+		return n;
+	}
+	n = AS_AGENT(real_strnlen(s, max));
+	if (checking())
+		check(s, n < max ? n + 1 : max, WL_READ, "strnlen", CALLER);
+	return n;
+}
+
+char *strcpy(char *d, const char *s)
+{
+	size_t n = len_of(s) + 1;
+
+	if (checking()) {
+		check(s, n, WL_READ, "strcpy", CALLER);
+		check(d, n, WL_WRITE, "strcpy", CALLER);
+	}
+	in_agent++;
+	memcpy(d, s, n);
+	in_agent--;
+	return d;
+}
+
+char *strncpy(char *d, const char *s, size_t n)
+{
+	size_t l = 0;
+
+	in_agent++;
+	while (l < n && s[l])
+		l++;
+	in_agent--;
+	if (checking()) {
+		check(s, l < n ? l + 1 : n, WL_READ, "strncpy", CALLER);
+		check(d, n, WL_WRITE, "strncpy", CALLER);     /* the zeroes after the string too */
+	}
+	in_agent++;
+	memcpy(d, s, l);
+	memset(d + l, 0, n - l);
+	in_agent--;
+	return d;
+}
+
+char *strcat(char *d, const char *s)
+{
+	size_t dl = len_of(d), sl = len_of(s);
+
+	if (checking()) {
+		check(d, dl + 1, WL_READ, "strcat", CALLER);
+		check(s, sl + 1, WL_READ, "strcat", CALLER);
+		check(d + dl, sl + 1, WL_WRITE, "strcat", CALLER);
+	}
+	in_agent++;
+	memcpy(d + dl, s, sl + 1);
+	in_agent--;
+	return d;
+}
+
+char *strncat(char *d, const char *s, size_t n)
+{
+	size_t dl = len_of(d), sl = 0;
+
+	in_agent++;
+	while (sl < n && s[sl])
+		sl++;
+	in_agent--;
+	if (checking()) {
+		check(d, dl + 1, WL_READ, "strncat", CALLER);
+		check(s, sl < n ? sl + 1 : n, WL_READ, "strncat", CALLER);
+		check(d + dl, sl + 1, WL_WRITE, "strncat", CALLER);
+	}
+	in_agent++;
+	memcpy(d + dl, s, sl);
+	d[dl + sl] = 0;
+	in_agent--;
+	return d;
+}
+
+int strcmp(const char *a, const char *b)
+{
+	if (checking()) {
+		size_t n = cmp_span(a, b, (size_t)-1);
+		check(a, n, WL_READ, "strcmp", CALLER);
+		check(b, n, WL_READ, "strcmp", CALLER);
+		return AS_AGENT(real_strcmp(a, b));
+	}
+	if (real_strcmp)
+		return real_strcmp(a, b);
+	while (*a && *a == *b)
+		a++, b++;
+	return (unsigned char)*a - (unsigned char)*b;
+}
+
+int strncmp(const char *a, const char *b, size_t n)
+{
+	if (checking()) {
+		size_t m = cmp_span(a, b, n);
+		check(a, m, WL_READ, "strncmp", CALLER);
+		check(b, m, WL_READ, "strncmp", CALLER);
+		return AS_AGENT(real_strncmp(a, b, n));
+	}
+	if (real_strncmp)
+		return real_strncmp(a, b, n);
+	for (; n && *a && *a == *b; n--)
+		a++, b++;
+	return n ? (unsigned char)*a - (unsigned char)*b : 0;
+}
+
+char *strchr(const char *s, int c)
+{
+	if (checking()) {
+		char *r = AS_AGENT(real_strchr(s, c));
+		check(s, r ? (size_t)(r - s) + 1 : len_of(s) + 1, WL_READ, "strchr", CALLER);
+		return r;
+	}
+	if (real_strchr)
+		return real_strchr(s, c);
+	for (;; s++) {
+		if (*s == (char)c)
+			return (char *)s;
+		if (!*s)
+			return NULL;
+	}
+}
+
+char *strrchr(const char *s, int c)
+{
+	if (checking()) {
+		check(s, len_of(s) + 1, WL_READ, "strrchr", CALLER);
+		return AS_AGENT(real_strrchr(s, c));
+	}
+	if (real_strrchr)
+		return real_strrchr(s, c);
+	const char *r = NULL;
+	for (;; s++) {
+		if (*s == (char)c)
+			r = s;
+		if (!*s)
+			return (char *)r;
+	}
+}
+
+char *strdup(const char *s)
+{
+	size_t n = len_of(s) + 1;
+	char *d;
+
+	if (checking())
+		check(s, n, WL_READ, "strdup", CALLER);
+	d = malloc(n);
+	if (d) {
+		in_agent++;
+		memcpy(d, s, n);
+		in_agent--;
+	}
+	return d;
+}
+
+char *strndup(const char *s, size_t max)
+{
+	size_t n = 0;
+	char *d;
+
+	in_agent++;
+	while (n < max && s[n])
+		n++;
+	in_agent--;
+	if (checking())
+		check(s, n < max ? n + 1 : max, WL_READ, "strndup", CALLER);
+	d = malloc(n + 1);
+	if (d) {
+		in_agent++;
+		memcpy(d, s, n);
+		d[n] = 0;
+		in_agent--;
+	}
+	return d;
+}
