@@ -99,8 +99,10 @@ static bool ulpt_deliver_after(CPUX86State *env, bool trap)
  */
 const void *helper_ulpt_next_tb(CPUX86State *env, uint32_t how)
 {
-    bool tf = (how & ULPT_NEXT_TF) ||
+    bool tf = (how & ULPT_NEXT_TF) || env->ulpt.uiret_tf ||
               ((how & ULPT_NEXT_RECHECK_TF) && (env->eflags & TF_MASK));
+
+    env->ulpt.uiret_tf = false;
 
     if (env->ulpt.step && ulpt_deliver_after(env, tf)) {
         tf = false;
@@ -115,12 +117,27 @@ const void *helper_ulpt_next_tb(CPUX86State *env, uint32_t how)
     return helper_lookup_tb_ptr(env);
 }
 
+/*
+ * After a UIRET made with TF set (translate.c): its single-step trap,
+ * unless it let an instruction through (R-RET-2): that instruction's block
+ * then traps after it, or its after event carries the trap (R-RET-4), as
+ * MOV SS holds the trap for one instruction.
+ */
+void helper_ulpt_uiret_tf(CPUX86State *env)
+{
+    if (!(env->hflags & HF_ULPT_PERMIT_MASK)) {
+        helper_single_step(env);
+    }
+    env->ulpt.uiret_tf = true;
+}
+
 void ulpt_event(CPUX86State *env)
 {
     env->hflags &= ~HF_ULPT_PERMIT_MASK;
     env->ulpt.frame_access = false;
     env->ulpt.sync_step = false;
     env->ulpt.step = false;
+    env->ulpt.uiret_tf = false;
 }
 
 void helper_ulpt_uiret(CPUX86State *env)

@@ -28,6 +28,8 @@ typedef struct UlptState {
      */
     bool step;
     uint64_t step_addr, step_info, step_entry0, step_entry1, step_start;
+    /* UIRET ran with TF set and let an instruction through: its trap waits. */
+    bool uiret_tf;
     /* Delivery or UIRET is accessing the frame: not ULPT-checked. */
     bool frame_access;
     /*

@@ -116,6 +116,7 @@ void ulpt_disable(void);
 /* The test's user-mode handler (tests define ulpt_handler); the entry stub calls it. */
 void ulpt_entry(void);
 void ulpt_entry_sti(void);      /* the same, with STI before UIRET (for IOPL 3 code) */
+void ulpt_entry_tf(void);       /* the same, with TF set before UIRET (single-stepped) */
 void ulpt_handler(uint64_t *frame);
 
 #endif

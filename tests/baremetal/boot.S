@@ -207,7 +207,7 @@ return_to_kernel:
 /* The user-mode ULPT handler entry: RSP points at the frame. Saves what the C handler may
    clobber, calls ulpt_handler(frame), returns with UIRET. ulpt_entry_sti ends with STI
    before UIRET (with IOPL 3), so that an interrupt made pending in the handler arrives
-   right after UIRET. */
+   right after UIRET; ulpt_entry_tf sets TF before UIRET, as a debugger stepping it does. */
 .macro ULPT_ENTRY name, last
     .globl \name
 \name:
@@ -236,8 +236,14 @@ return_to_kernel:
     \last
     .byte 0xf3, 0x0f, 0x01, 0xec     /* uiret */
 .endm
+.macro SET_TF                         /* TF on: UIRET runs single-stepped */
+    pushfq
+    orq $0x100, (%rsp)
+    popfq
+.endm
     ULPT_ENTRY ulpt_entry, nop
     ULPT_ENTRY ulpt_entry_sti, sti
+    ULPT_ENTRY ulpt_entry_tf, SET_TF
 
 /* MSR and UIRET accessors that survive a fault: trap() resumes at the fixup label with
    RAX = -1 (see fixups in bm.c). */

@@ -1213,6 +1213,32 @@ static void ret1_tf(void)
           r, last_trap.rip, hcount);
 }
 
+/* UIRET single-stepped (TF set before it, as a debugger stepping the handler does): with a
+   permit its trap comes after the let-through instruction, so the step makes progress;
+   without one, at the restored RIP. */
+static void ret2_uiret_tf(void)
+{
+    uint64_t r;
+
+    fresh((uint64_t)ulpt_entry_tf);
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(0));
+    *(volatile uint64_t *)tp[3] = 0;
+    hreset(ACT_PERMIT);
+    r = run_user_default(u_write8_next, tp[3]);
+    bm_ok(r == 1 && hcount == 1 && *(volatile uint64_t *)tp[3] == 0x55 &&
+          last_trap.rip == (uint64_t)u_write8_next_after,
+          "R-RET-2: a single-stepped UIRET with PERMIT traps after the permitted write (trap %lu at %lx, %d deliveries)",
+          r, last_trap.rip, hcount);
+    wrmsr(MSR_ULPT_STATUS, 0);
+    hreset(ACT_SKIP);
+    hskip = (uint64_t)u_write8_next_after - (uint64_t)u_write8_next_insn;
+    r = run_user_default(u_write8_next, tp[3]);
+    bm_ok(r == 1 && hcount == 1 && last_trap.rip == (uint64_t)u_write8_next_after,
+          "R-RET-2: a single-stepped UIRET without a permit traps at the restored RIP (trap %lu at %lx)",
+          r, last_trap.rip);
+    wrmsr(MSR_ULPT_STATUS, 0);
+}
+
 /* A permit lets the instruction through once; each execution faults again. */
 static void ret2_permit_once(void)
 {
@@ -1557,6 +1583,7 @@ static const struct test_case ulpt_tests[] = {
     { "R-RET-1:tf", ret1_tf, 1 },
     { "R-RET-2", ret2_permit_once, 2 },
     { "R-RET-2:rep", ret2_rep, 1 },
+    { "R-RET-2:uiret-tf", ret2_uiret_tf, 2 },
     { "R-RET-3", ret3_rmw, 3 },
     { "R-RET-4:store", ret4_store, 3 },
     { "R-RET-4:load", ret4_load, 1 },

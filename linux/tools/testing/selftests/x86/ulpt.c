@@ -23,6 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/ptrace.h>
+#include <sys/user.h>
+#undef PAGE_SIZE			/* <sys/user.h>'s; this file has its own */
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -179,9 +182,11 @@ static void read8(void *p)
 
 /* --- the user-level handler ---------------------------------------------------------- */
 
-enum { H_PERMIT, H_FAULT, H_FLAGS, H_SIGNAL };
+enum { H_PERMIT, H_FAULT, H_FLAGS, H_SIGNAL, H_STEP, H_STEP_SYSCALL };
 static int h_count, h_action, usr1_in_handler = -1, h_in_handler_after = -1;
 static uint64_t h_addr, h_info, h_rip;
+static int h_after;			/* after events (ULPT_INFO_STEP) */
+static uint64_t h_after_rip, h_after_seen;
 static void *h_fault_at;
 
 static bool in_handler(void)
@@ -199,6 +204,12 @@ static void on_usr1(int sig)
 /* Called by ulpt_entry */
 void ulpt_handler(struct ulpt_frame *f)
 {
+	if (ULPT_INFO_REASON(f->info) == ULPT_REASON_AFTER) {
+		WRITE_ONCE(h_after, READ_ONCE(h_after) + 1);
+		WRITE_ONCE(h_after_rip, f->rip);
+		WRITE_ONCE(h_after_seen, *(volatile uint64_t *)f->start);
+		return;
+	}
 	WRITE_ONCE(h_count, READ_ONCE(h_count) + 1);
 	WRITE_ONCE(h_addr, f->addr);
 	WRITE_ONCE(h_info, f->info);
@@ -213,6 +224,12 @@ void ulpt_handler(struct ulpt_frame *f)
 	case H_SIGNAL:		/* a signal handler runs inside this one */
 		raise(SIGUSR1);
 		WRITE_ONCE(h_in_handler_after, in_handler());
+		break;
+	case H_STEP_SYSCALL:	/* a system call, then as H_STEP */
+		syscall(SYS_getppid);
+		/* fall through */
+	case H_STEP:
+		f->info |= ULPT_INFO_STEP;
 		break;
 	}
 	f->info |= ULPT_INFO_PERMIT;
@@ -371,6 +388,84 @@ static void test_handler(void)
 	      "handler runs without the kernel; each write completes once (%d deliveries)",
 	      READ_ONCE(h_count));
 	check(get_entry(p, 1) == ULPT_LINE_NW(0), "the table is unchanged by let-through-once");
+}
+
+/* A labelled store and the instruction after it. */
+extern char step_store[], step_next[];
+static void step_write(void *p)
+{
+	asm volatile(".globl step_store\nstep_store: movq $0x77, (%0)\n"
+		     ".globl step_next\nstep_next: nop" :: "r"(p) : "memory");
+}
+
+static int traps;
+static void on_trap(int sig)
+{
+	traps++;
+}
+
+/* ULPT_INFO_STEP: the handler is entered again after the instruction, with no signal */
+static void test_step_after(void)
+{
+	uint64_t *p;
+
+	setup_handler();
+	p = page();
+	set_entry(p, 1, ULPT_LINE_NW(0));
+	signal(SIGTRAP, on_trap);
+	handle(H_STEP);
+	step_write(&p[1]);
+	check(READ_ONCE(h_count) == 1 && READ_ONCE(h_after) == 1 &&
+	      READ_ONCE(h_after_rip) == (uintptr_t)step_next && READ_ONCE(h_after_seen) == 0x77 &&
+	      p[1] == 0x77, "an after event at the next instruction, the value stored (%d, %d)",
+	      READ_ONCE(h_count), READ_ONCE(h_after));
+	check(traps == 0, "no SIGTRAP (%d)", traps);
+}
+
+/*
+ * PTRACE_SINGLESTEP over a store that faults into a handler that makes a system call: the
+ * step ends at that call's exit, inside the handler; more steps reach the next instruction.
+ */
+static void test_step_ptrace(void)
+{
+	struct user_regs_struct regs;
+	int st, steps = 0;
+	uint64_t *p;
+	pid_t pid;
+
+	pid = fork();
+	if (pid == 0) {
+		long r;
+
+		if (ptrace(PTRACE_TRACEME, 0, 0, 0))
+			_exit(2);
+		setup_handler();
+		p = page();
+		set_entry(p, 1, ULPT_LINE_NW(0));
+		handle(H_STEP_SYSCALL);
+		/* kill(getpid(), SIGSTOP) as the instruction before the store */
+		asm volatile("syscall\n.globl step_store2\nstep_store2: movq $0x77, (%3)\n"
+			     ".globl step_next2\nstep_next2: nop"
+			     : "=a"(r) : "a"((long)SYS_kill), "D"((long)getpid()), "r"(&p[1]),
+			       "S"((long)SIGSTOP) : "rcx", "r11", "memory");
+		_exit(r == 0 && READ_ONCE(h_after) == 1 ? 0 : 3);
+	}
+	extern char step_store2[], step_next2[];
+	check(pid > 0 && waitpid(pid, &st, 0) == pid && WIFSTOPPED(st) && WSTOPSIG(st) == SIGSTOP &&
+	      !ptrace(PTRACE_GETREGS, pid, 0, &regs) && regs.rip == (uintptr_t)step_store2,
+	      "the child stops at the store");
+	check(!ptrace(PTRACE_SINGLESTEP, pid, 0, 0) && waitpid(pid, &st, 0) == pid &&
+	      WIFSTOPPED(st) && WSTOPSIG(st) == SIGTRAP && !ptrace(PTRACE_GETREGS, pid, 0, &regs) &&
+	      regs.rip != (uintptr_t)step_store2 && regs.rip != (uintptr_t)step_next2,
+	      "one step ends at the handler's system call (rip %#llx)", regs.rip);
+	while (regs.rip != (uintptr_t)step_next2 && steps++ < 1000000 &&
+	       !ptrace(PTRACE_SINGLESTEP, pid, 0, 0) && waitpid(pid, &st, 0) == pid &&
+	       WIFSTOPPED(st) && !ptrace(PTRACE_GETREGS, pid, 0, &regs))
+		;
+	check(regs.rip == (uintptr_t)step_next2, "further steps reach the next instruction (%d steps)",
+	      steps);
+	check(!ptrace(PTRACE_CONT, pid, 0, 0) && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+	      WEXITSTATUS(st) == 0, "the child's store and after event happened (%#x)", st);
 }
 
 /*
@@ -802,6 +897,8 @@ static const struct ulpt_test ulpt_tests[] = {
 	ULPT_TEST(threads, false),
 	ULPT_TEST(disable, false),
 	ULPT_TEST(leaks, false),
+	ULPT_TEST(step_after, false),
+	ULPT_TEST(step_ptrace, false),
 };
 
 #define NR_TESTS ARRAY_SIZE(ulpt_tests)
