@@ -207,7 +207,7 @@ void ulpt_handler(struct ulpt_frame *f)
 	if (ULPT_INFO_REASON(f->info) == ULPT_REASON_AFTER) {
 		WRITE_ONCE(h_after, READ_ONCE(h_after) + 1);
 		WRITE_ONCE(h_after_rip, f->rip);
-		WRITE_ONCE(h_after_seen, *(volatile uint64_t *)f->start);
+		WRITE_ONCE(h_after_seen, READ_ONCE(*(uint64_t *)f->start));
 		return;
 	}
 	WRITE_ONCE(h_count, READ_ONCE(h_count) + 1);
@@ -227,7 +227,8 @@ void ulpt_handler(struct ulpt_frame *f)
 		break;
 	case H_STEP_SYSCALL:	/* a system call, then as H_STEP */
 		syscall(SYS_getppid);
-		/* fall through */
+		f->info |= ULPT_INFO_STEP;
+		break;
 	case H_STEP:
 		f->info |= ULPT_INFO_STEP;
 		break;
@@ -426,6 +427,7 @@ static void test_step_after(void)
  * PTRACE_SINGLESTEP over a store that faults into a handler that makes a system call: the
  * step ends at that call's exit, inside the handler; more steps reach the next instruction.
  */
+extern char step_store2[], step_next2[];
 static void test_step_ptrace(void)
 {
 	struct user_regs_struct regs;
@@ -450,7 +452,6 @@ static void test_step_ptrace(void)
 			       "S"((long)SIGSTOP) : "rcx", "r11", "memory");
 		_exit(r == 0 && READ_ONCE(h_after) == 1 ? 0 : 3);
 	}
-	extern char step_store2[], step_next2[];
 	check(pid > 0 && waitpid(pid, &st, 0) == pid && WIFSTOPPED(st) && WSTOPSIG(st) == SIGSTOP &&
 	      !ptrace(PTRACE_GETREGS, pid, 0, &regs) && regs.rip == (uintptr_t)step_store2,
 	      "the child stops at the store");
@@ -462,8 +463,8 @@ static void test_step_ptrace(void)
 	       !ptrace(PTRACE_SINGLESTEP, pid, 0, 0) && waitpid(pid, &st, 0) == pid &&
 	       WIFSTOPPED(st) && !ptrace(PTRACE_GETREGS, pid, 0, &regs))
 		;
-	check(regs.rip == (uintptr_t)step_next2, "further steps reach the next instruction (%d steps)",
-	      steps);
+	check(regs.rip == (uintptr_t)step_next2,
+	      "further steps reach the next instruction (%d steps)", steps);
 	check(!ptrace(PTRACE_CONT, pid, 0, 0) && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
 	      WEXITSTATUS(st) == 0, "the child's store and after event happened (%#x)", st);
 }
