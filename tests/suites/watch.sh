@@ -50,7 +50,7 @@ addr=$(nm "$nopie" 2>/dev/null | awk '$3 == "watched" { print $1 }')
 
 # strbugs: a call of each checked libc function one byte outside its block.
 strcases="memcpy-write memcpy-read memmove memset-under memcmp memchr strlen strnlen strcpy strncpy
-strcat strncat strcmp strncmp strchr strrchr strdup strndup"
+strcat strncat strcmp strncmp strchr strrchr strdup strndup read write fread fwrite fgets snprintf"
 strcases=$(echo $strcases)
 
 # dlopens: libraries the build and the benchmarks need anyway (so present wherever this runs).

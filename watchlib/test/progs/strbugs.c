@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 static void say(const char *c, const char *fn, const void *b, size_t n, const void *a, int line)
 {
@@ -109,6 +111,35 @@ int main(int argc, char **argv)
 		say(c, "strndup", u, 8, u + 8, __LINE__ + 1);
 		sink = (size_t)strndup(u, 9);
 		sink += __LINE__;      /* a tail of its own: the call keeps its line */
+	} else if (!strcmp(c, "read")) {
+		int fd = open("/dev/zero", O_RDONLY);
+		say(c, "read", p, 16, p + 16, __LINE__ + 1);
+		sink = (size_t)read(fd, p, 17);
+		sink += __LINE__;      /* a tail of its own: the call keeps its line */
+	} else if (!strcmp(c, "write")) {
+		int fd = open("/dev/null", O_WRONLY);
+		say(c, "write", q, 16, q + 16, __LINE__ + 1);
+		sink = (size_t)write(fd, q, 17);
+		sink += __LINE__;      /* a tail of its own: the call keeps its line */
+	} else if (!strcmp(c, "fread")) {
+		FILE *f = fopen("/dev/zero", "r");
+		say(c, "fread", p, 16, p + 16, __LINE__ + 1);
+		sink = fread(p, 1, 17, f);
+		sink += __LINE__;      /* a tail of its own: the call keeps its line */
+	} else if (!strcmp(c, "fwrite")) {
+		FILE *f = fopen("/dev/null", "w");
+		say(c, "fwrite", q, 16, q + 16, __LINE__ + 1);
+		sink = fwrite(q, 1, 17, f);
+		sink += __LINE__;      /* a tail of its own: the call keeps its line */
+	} else if (!strcmp(c, "fgets")) {
+		FILE *f = fopen(argv[0], "r");          /* a binary: no newline in its first 16 bytes */
+		say(c, "fgets", p, 16, p + 16, __LINE__ + 1);
+		sink = (size_t)fgets(p, 17, f);
+		sink += __LINE__;      /* a tail of its own: the call keeps its line */
+	} else if (!strcmp(c, "snprintf")) {
+		say(c, "snprintf", p, 16, p + 16, __LINE__ + 1);
+		sink = (size_t)snprintf(p, 17, "%s", "0123456789abcdef");
+		sink += __LINE__;      /* a tail of its own: the call keeps its line */
 	} else if (!strcmp(c, "clean")) {
 		char *volatile d = malloc(32);
 		memcpy(p, q, 16);
@@ -121,6 +152,9 @@ int main(int argc, char **argv)
 		strncat(d, s, 3);
 		sink += (size_t)strcmp(d, s) + (size_t)strncmp(u, u, 8) + (size_t)strchr(s, 'g') +
 			(size_t)strrchr(s, 'a') + (size_t)strdup(s) + (size_t)strndup(u, 8);
+		int fd = open("/dev/zero", O_RDONLY);
+		FILE *f = fopen("/dev/zero", "r");
+		sink += (size_t)read(fd, p, 16) + fread(q, 1, 16, f) + (size_t)snprintf(p, 16, "%d", 42);
 		printf("strbugs: clean ok\n");
 	} else {
 		fprintf(stderr, "usage: strbugs CASE (see the source)\n");
