@@ -49,7 +49,7 @@ addr=$(nm "$nopie" 2>/dev/null | awk '$3 == "watched" { print $1 }')
 [ -n "$addr" ] && addr=$(printf '0x%x' "$((16#$addr))") || addr=0x0
 
 # strbugs: a call of each checked libc function one byte outside its block.
-strcases="memcpy-write memcpy-read memmove memset-under memcmp memchr strlen strnlen strcpy strncpy
+strcases="memcpy-write memcpy-read memcpy-read-under strcpy-under memmove memset-under memcmp memchr strlen strnlen strcpy strncpy
 strcat strncat strcmp strncmp strchr strrchr strdup strndup read write fread fwrite fgets snprintf"
 strcases=$(echo $strcases)
 

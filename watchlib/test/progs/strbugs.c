@@ -45,6 +45,14 @@ int main(int argc, char **argv)
 		say(c, "memset", p, 16, p - 1, __LINE__ + 1);
 		memset(p - 1, 0, 4);
 		sink += __LINE__;      /* a tail of its own: the call keeps its line */
+	} else if (!strcmp(c, "memcpy-read-under")) {
+		say(c, "memcpy", q, 16, q - 1, __LINE__ + 1);
+		memcpy(big, q - 1, 4);
+		sink += __LINE__;      /* a tail of its own: the call keeps its line */
+	} else if (!strcmp(c, "strcpy-under")) {
+		say(c, "strcpy", p, 16, p - 1, __LINE__ + 1);
+		strcpy(p - 1, "ab");
+		sink += __LINE__;      /* a tail of its own: the call keeps its line */
 	} else if (!strcmp(c, "memcmp")) {
 		memset(big, 'q', 64);
 		say(c, "memcmp", q, 16, q + 16, __LINE__ + 1);
