@@ -37,7 +37,6 @@ static uint64_t now_ns(void)
 }
 
 static volatile long handled;
-static volatile long handled_after;      /* unused: the raw stub asks for no after event */
 static enum ulpt_action permit(struct ulpt_fault *f, void *arg)
 {
 	(void)f; (void)arg;

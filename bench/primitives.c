@@ -459,7 +459,7 @@ static void ul_line_protect(long n)
 }
 
 ULPT_RAW_STUB(raw_entry, handled);
-ULPT_RAW_STUB_BITS(raw_step_entry, handled, ULPT_INFO_PERMIT | ULPT_INFO_STEP);
+ULPT_RAW_STUB_BITS(raw_step_entry, handled, handled_after, ULPT_INFO_PERMIT | ULPT_INFO_STEP);
 
 /* ULPT_PERMIT_STEP: the after-call reads the value the write stored, as a watchpoint does. */
 static volatile uint64_t step_seen;

@@ -3,8 +3,8 @@
  * write. It saves the registers a C function may clobber, calls a handler that counts the
  * fault and sets PERMIT in the frame, and UIRETs. Set it with ARCH_ULPT_SET_HANDLER directly.
  *   ULPT_RAW_STUB(entry, counter)   defines entry() and its handler entry_c(), which counts
- *                                   in the long lvalues counter (and counter_after, see
- *                                   ULPT_RAW_STUB_BITS)
+ *                                   in the long lvalue counter (ULPT_RAW_STUB_BITS: with
+ *                                   STEP too)
  *
  * SPDX-License-Identifier: MIT
  */
@@ -17,19 +17,19 @@
 
 #define ULPT_RAW_STR_(...) #__VA_ARGS__
 #define ULPT_RAW_STR(...) ULPT_RAW_STR_(__VA_ARGS__)
-#define ULPT_RAW_STUB(entry, counter) ULPT_RAW_STUB_BITS(entry, counter, ULPT_INFO_PERMIT)
+#define ULPT_RAW_STUB(entry, counter) ULPT_RAW_STUB_BITS(entry, counter, counter, ULPT_INFO_PERMIT)
 /*
  * The same, setting `bits` in the frame: with ULPT_INFO_PERMIT | ULPT_INFO_STEP, the after
- * event (R-RET-4) comes to the same stub and is counted in counter##_after, the violation in
- * counter.
+ * event (R-RET-4) comes to the same stub and is counted in `after`, the violation in counter
+ * (a PERMIT-only stub gets no after event).
  */
-#define ULPT_RAW_STUB_BITS(entry, counter, bits)                                             \
+#define ULPT_RAW_STUB_BITS(entry, counter, after, bits)                                      \
 	void entry(void);                                                                    \
 	void entry##_c(uint64_t *frame);                                                     \
 	void entry##_c(uint64_t *frame)                                                      \
 	{                                                                                    \
 		if (ULPT_INFO_REASON(frame[ULPT_FRAME_INFO]) == ULPT_REASON_AFTER) {        \
-			counter##_after++;                                                   \
+			(after)++;                                                           \
 			return;                                                              \
 		}                                                                            \
 		counter++;                                                                   \

@@ -91,6 +91,23 @@ static size_t len_of(const char *s)
 	return real_strlen ? AS_AGENT(real_strlen(s)) : plain_strlen(s);
 }
 
+/* strnlen(s, max) as the agent's access, and the bytes it reads (the terminator too). */
+static size_t nlen_of(const char *s, size_t max)
+{
+	size_t n = 0;
+
+	if (real_strnlen)
+		return AS_AGENT(real_strnlen(s, max));
+	while (n < max && s[n])
+		n++;
+	return n;
+}
+
+static size_t nread(size_t len, size_t max)
+{
+	return len < max ? len + 1 : max;
+}
+
 /* The bytes strcmp-like functions read: up to the first difference or terminator, n at most. */
 static size_t cmp_span(const char *a, const char *b, size_t n)
 {
@@ -190,16 +207,10 @@ size_t strlen(const char *s)
 
 size_t strnlen(const char *s, size_t max)
 {
-	size_t n;
+	size_t n = nlen_of(s, max);
 
-	if (!real_strnlen) {
-		for (n = 0; n < max && s[n]; n++)
-			;
-		return n;
-	}
-	n = AS_AGENT(real_strnlen(s, max));
 	if (checking())
-		check(s, n < max ? n + 1 : max, WL_READ, "strnlen", CALLER);
+		check(s, nread(n, max), WL_READ, "strnlen", CALLER);
 	return n;
 }
 
@@ -219,14 +230,10 @@ char *strcpy(char *d, const char *s)
 
 char *strncpy(char *d, const char *s, size_t n)
 {
-	size_t l = 0;
+	size_t l = nlen_of(s, n);
 
-	in_agent++;
-	while (l < n && s[l])
-		l++;
-	in_agent--;
 	if (checking()) {
-		check(s, l < n ? l + 1 : n, WL_READ, "strncpy", CALLER);
+		check(s, nread(l, n), WL_READ, "strncpy", CALLER);
 		check(d, n, WL_WRITE, "strncpy", CALLER);     /* the zeroes after the string too */
 	}
 	in_agent++;
@@ -253,15 +260,11 @@ char *strcat(char *d, const char *s)
 
 char *strncat(char *d, const char *s, size_t n)
 {
-	size_t dl = len_of(d), sl = 0;
+	size_t dl = len_of(d), sl = nlen_of(s, n);
 
-	in_agent++;
-	while (sl < n && s[sl])
-		sl++;
-	in_agent--;
 	if (checking()) {
 		check(d, dl + 1, WL_READ, "strncat", CALLER);
-		check(s, sl < n ? sl + 1 : n, WL_READ, "strncat", CALLER);
+		check(s, nread(sl, n), WL_READ, "strncat", CALLER);
 		check(d + dl, sl + 1, WL_WRITE, "strncat", CALLER);
 	}
 	in_agent++;
@@ -353,15 +356,11 @@ char *strdup(const char *s)
 
 char *strndup(const char *s, size_t max)
 {
-	size_t n = 0;
+	size_t n = nlen_of(s, max);
 	char *d;
 
-	in_agent++;
-	while (n < max && s[n])
-		n++;
-	in_agent--;
 	if (checking())
-		check(s, n < max ? n + 1 : max, WL_READ, "strndup", CALLER);
+		check(s, nread(n, max), WL_READ, "strndup", CALLER);
 	d = malloc(n + 1);
 	if (d) {
 		in_agent++;
