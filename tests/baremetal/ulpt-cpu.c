@@ -831,9 +831,17 @@ static void acc1_cross_page(void)
         { u_movdqu_st, ULPT_KIND_W, 16, 8, "16-byte store" },
         { u_read8, ULPT_KIND_R, 8, 4, "8-byte load" },
         { u_movdqu_ld, ULPT_KIND_R, 16, 4, "16-byte load" },
+        /* Last: QEMU decides 32-byte accesses inline when the page is plain and the
+         * access stays in it, so crossing must take the whole check. */
+        { u_vmovdqu_st, ULPT_KIND_W, 32, 8, "32-byte AVX store" },
     };
+    unsigned n = sizeof(cross) / sizeof(cross[0]);
 
-    enable_fpu();
+    if (!enable_fpu()) {
+        n--;
+        bm_ok(1, "# SKIP no AVX on this CPU model");
+        bm_ok(1, "# SKIP no AVX on this CPU model");
+    }
     fresh((uint64_t)ulpt_entry);
     for (unsigned lines = 0; lines < 2; lines++) {
         if (lines) {
@@ -841,7 +849,7 @@ static void acc1_cross_page(void)
         } else {
             ulpt_kset(va(tp[5]), ULPT_NW | ULPT_NR, 0);
         }
-        for (unsigned i = 0; i < sizeof(cross) / sizeof(cross[0]); i++) {
+        for (unsigned i = 0; i < n; i++) {
             p = tp[5] - cross[i].back;
             *(volatile uint64_t *)(tp[5] - 8) = 0xeeee;
             if (lines) {
@@ -1565,7 +1573,7 @@ static const struct test_case ulpt_tests[] = {
     { "R-COH-5", coh5_nx, 3 },
     { "R-ACC-1:straddle", acc1_straddle, 3 },
     { "R-ACC-1:instructions", acc1_instructions, 4 },
-    { "R-ACC-1:cross-page", acc1_cross_page, 10 },
+    { "R-ACC-1:cross-page", acc1_cross_page, 12 },
     { "R-ACC-1:inline-straddle", acc1_inline_straddle, 2 },
     { "R-ACC-1:fast-path-code", acc1_fast_path_code, 3 },
     { "R-ACC-2", acc2_cpl0, 1 },
