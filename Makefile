@@ -119,7 +119,7 @@ libulpt: $(LIBULPT)
 # test programs. The agent links libulpt's objects in, so it needs nothing installed.
 WB := $(B)/watchlib
 WL_CFLAGS := -O2 -g -Wall -Wextra -Werror -fPIC -Iwatchlib/include -Iwatchlib/src -Ilibulpt/include -Iinclude
-WL_HDRS := $(wildcard watchlib/include/*.h watchlib/src/*.h watchlib/preload/*.h) libulpt/include/ulpt.h
+WL_HDRS := $(wildcard watchlib/include/*.h watchlib/src/*.h watchlib/preload/*.h watchlib/preload/*.inc) libulpt/include/ulpt.h
 WL_OBJS := $(patsubst watchlib/src/%.c,$(WB)/%.o,$(wildcard watchlib/src/*.c))
 AGENT_OBJS := $(patsubst watchlib/preload/%.c,$(WB)/preload/%.o,$(wildcard watchlib/preload/*.c))
 WL_LIBS := -lunwind -ldw -lelf -lcapstone -ldl -lpthread
@@ -138,9 +138,9 @@ $(WB)/libwatch.a: $(WL_OBJS) $(LIB_OBJS)
 	rm -f $@ && ar rcs $@ $^
 $(WB)/libulpt-watch-agent.so: $(AGENT_OBJS) $(WL_OBJS) $(LIB_OBJS)
 	$(CC) -shared -Wl,-z,nodelete -o $@ $^ $(WL_LIBS)
-$(WB)/ulpt-watch: $(wildcard watchlib/cli/*.c watchlib/cli/*.h) $(WL_HDRS)
+$(WB)/ulpt-watch: $(wildcard watchlib/cli/*.c watchlib/cli/*.h) watchlib/preload/options.c $(WL_HDRS)
 	@mkdir -p $(@D)
-	$(CC) -O2 -g -Wall -Wextra -Werror -Iwatchlib/include -Iwatchlib/cli -o $@ $(wildcard watchlib/cli/*.c) -lelf -ljson-c
+	$(CC) -O2 -g -Wall -Wextra -Werror -Iwatchlib/include -Ilibulpt/include -Iwatchlib/cli -Iwatchlib/preload -o $@ $(wildcard watchlib/cli/*.c) watchlib/preload/options.c -lelf -ljson-c
 # Programs the tests run under ulpt-watch (ordinary, dynamically linked), and tests of the C API.
 $(WB)/test/progs/%: watchlib/test/progs/%.c
 	@mkdir -p $(@D)

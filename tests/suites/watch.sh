@@ -12,7 +12,7 @@
 #   heapbugs   --check: one report per bug, with kind, access, address, size, block, the bad
 #              access's line in main's frame, main in the allocation (and free) backtraces
 #   strbugs    --check: each checked libc function (memcpy ... strndup) one byte outside its
-#              block: one report at that byte, "in" the function, from main's line; and all of
+#              block, past its end and before its start: one report at that byte, "in" the function, from main's line; and all of
 #              them within their blocks: no error
 #   dlopens    --check on dlopen of libraries (the loader's unreplaceable string routines)
 #   clean      --check on a correct program doing tricky things: no error, status 0, output kept
@@ -30,6 +30,7 @@ run=$top/scripts/ulpt-run
 tool=$top/build/watchlib/ulpt-watch
 progs=$top/build/watchlib/test/progs
 api=$top/build/watchlib/test/wl-api
+agent=$top/build/watchlib/libulpt-watch-agent.so
 d=$top/build/watchlib/test/suite
 rm -rf "$d" && mkdir -p "$d/host" "$d/guest" || exit 1
 buf=$d/tap
@@ -50,7 +51,10 @@ addr=$(nm "$nopie" 2>/dev/null | awk '$3 == "watched" { print $1 }')
 
 # strbugs: a call of each checked libc function one byte outside its block.
 strcases="memcpy-write memcpy-read memcpy-read-under strcpy-under memmove memset-under memcmp memchr strlen strnlen strcpy strncpy
-strcat strncat strcmp strncmp strchr strrchr strdup strndup read write fread fwrite fgets snprintf"
+strcat strncat strcmp strncmp strchr strrchr strdup strndup read write fread fwrite fgets snprintf
+memcpy-write-under memmove-under memcmp-under memchr-under strlen-under strnlen-under strcpy-src-under
+strncpy-under strcat-under strncat-under strcmp-under strncmp-under strchr-under strrchr-under
+strdup-under strndup-under read-under write-under fread-under fwrite-under fgets-under snprintf-under"
 strcases=$(echo $strcases)
 
 # dlopens: libraries the build and the benchmarks need anyway (so present wherever this runs).
@@ -87,6 +91,36 @@ done
 r check-pad-underflow-free --check -- '$progs/heapbugs' pad-underflow-free
 r check-overflow-odd-write-a1 --check --align=1 -- '$progs/heapbugs' overflow-odd-write
 r clean --check -- '$progs/clean'
+for b in far-overflow-4k far-overflow-64k far-underflow-64k pad-write-realloc; do
+  r check-\$b --check -- '$progs/heapbugs' \$b
+done
+r padding-write --check -- '$progs/padding' write
+# The agent under a bare LD_PRELOAD, its settings in ULPT_WATCH_OPTIONS (no JSON: .res is the
+# result file when one is named).
+bare() {
+  n=\$1 opts=\$2; shift 2
+  timeout -k 5 90 env ULPT_WATCH_OPTIONS="\$opts" LD_PRELOAD='$agent' "\$@" > "\$o/\$n.out" 2> "\$o/\$n.err"
+  echo \$? > "\$o/\$n.rc"
+}
+bare bare-check check=1 '$progs/heapbugs' overflow-write
+bare bare-align check=1:align=1 '$progs/heapbugs' overflow-odd-write
+bare bare-heap "heap=w:result=\$o/bare-heap.res" '$progs/heap'
+bare bare-backend "backend=mprotect:check=1:result=\$o/bare-backend.res" '$progs/heapbugs' overflow-write
+bare bare-verbose "verbose=1:watches=a,$addr,4,w:names=watched\\:4" '$nopie'
+bare bare-follow-exec follow_exec=1 '$progs/execenv'
+bare bare-bad-value check=2 '$progs/exit3'
+bare bare-unknown no_such_option=1 '$progs/exit3'
+bare bare-conflict heap=w:check=1 '$progs/exit3'
+if [ "\$2" = guest ]; then
+  r padding-precise-read --check --precise -- '$progs/padding' read
+  r padding-precise-write --check --precise -- '$progs/padding' write
+  r check-underflow-read-precise --check --precise -- '$progs/heapbugs' underflow-read
+  r clean-precise --check --precise -- '$progs/clean'
+  r strbugs-clean-precise --check --precise -- '$progs/strbugs' clean
+  r dlopens-precise --check --precise -- '$progs/dlopens' $dllibs
+  bare bare-precise check=1:precise=1 '$progs/heapbugs' underflow-read
+  bare bare-redzone check=1:redzone=exact '$progs/heapbugs' underflow-read
+fi
 r clean-a1 --check --align=1 -- '$progs/clean'
 r sigmalloc --check -- '$progs/sigmalloc'
 r ownsegv -w counter -- '$progs/ownsegv'
@@ -121,8 +155,9 @@ def text(ext):
         return ''
 out, err = text('.out'), text('.err')
 rc = int(text('.rc').strip() or -1)
+res = text('.res')               # a bare run's result file
 try:
-    j = json.loads(text('.json'))
+    j = {} if base.split('/')[-1].startswith('bare-') else json.loads(text('.json'))
     if not isinstance(j, dict):
         raise ValueError('not an object')
 except ValueError as e:
@@ -135,6 +170,8 @@ def fns(frames):                 # the function names of a backtrace
     return [f.get('function') for f in frames or []]
 def locs(frames, fn):            # the locations of fn's frames
     return [f.get('location') or '' for f in frames or [] if f.get('function') == fn]
+P = [dict(addr=int(m[1], 16), size=int(m[2]), align=int(m[3]), side=m[4])
+     for m in re.finditer(r'padding: addr=(\S+) size=(\d+) align=(\d+) side=(\S+)', err)]
 m = re.search(r'(?:heapbugs|strbugs): \S+ (?:fn=(\S+) )?block=(\S+) size=(\d+) addr=(\S+) line=(\d+)', err)
 B = m and dict(fn=m[1], block=0 if m[2] == '(nil)' else int(m[2], 16), size=int(m[3]),
                addr=int(m[4], 16), line=int(m[5]))
@@ -257,6 +294,24 @@ for env in host guest; do
   check $env check-underflow-read-exact "--check --redzone=exact: a 1-byte read before malloc(16): heap-overflow, read, block-1" \
     "${common[@]}" "${access[@]}" "E[0]['kind'] == 'heap-overflow' and E[0]['access'] == 'read'" \
     "$block" "$at_line" "$alloc"
+  check $env check-underflow-read-precise "--check --precise: a 1-byte read before malloc(16): heap-overflow, read, block-1" \
+    "${common[@]}" "${access[@]}" "E[0]['kind'] == 'heap-overflow' and E[0]['access'] == 'read'" \
+    "$block" "$at_line" "$alloc"
+  check $env bare-precise "bare LD_PRELOAD, check=1:precise=1: a 1-byte read before malloc(16) reported" \
+    "rc == 0 and B is not None" "'heap-overflow on address 0x%x' % B['addr'] in err and 'READ of size 1' in err"
+  check $env bare-redzone "bare LD_PRELOAD, check=1:redzone=exact: the same read reported" \
+    "rc == 0 and B is not None" "'heap-overflow on address 0x%x' % B['addr'] in err"
+  for m in read write; do
+    check $env padding-precise-$m "--check --precise: a one-byte $m after and before blocks of 1-32 bytes at each alignment (256): each reported at the access" \
+      "len(P) == 256 and len(E) == 256" "sorted(h(e['address']) for e in E) == sorted(p['addr'] for p in P)" \
+      "all(e['kind'] == 'heap-overflow' and e['access'] == '$m' and e['found'] == 'access' for e in E)"
+  done
+  check $env clean-precise "clean under --check --precise: no error, status 0" \
+    "rc == 0 and j['exit_status'] == 0" "E == [] and 'errors' in j" "'clean: ok' in out"
+  check $env strbugs-clean-precise "--check --precise: every checked libc function within its blocks: no error" \
+    "rc == 0 and E == [] and 'errors' in j" "'strbugs: clean ok' in out"
+  check $env dlopens-precise "--check --precise: dlopen of 14 libraries: no error" \
+    "rc == 0 and E == [] and 'errors' in j" "'dlopens: ok' in out"
   check $env check-underflow-read "--check (red-zone lines): a 1-byte read before malloc(16) is in its open first line: not caught, as documented" \
     "rc == 0 and len(E) == 0" "B is not None"
   check $env check-underflow-far-read "--check: a read 120 bytes before malloc(16), in the red-zone line: heap-overflow, read, block-120" \
@@ -286,6 +341,34 @@ for env in host guest; do
   check $env check-memcpy-overflow "--check: memcpy of 17 bytes into malloc(16) inside libc: heap-overflow write, main in the backtrace" \
     "${common[@]}" "all(e['kind'] == 'heap-overflow' and e['access'] == 'write' for e in E)" \
     "B['block'] < h(E[0]['address']) <= B['block'] + 16" "$block" "$at_line" "$alloc"
+  check $env check-far-overflow-4k "--check: a write 200 bytes past malloc(4096), whose neighbour is another 4096-byte block: heap-overflow of the first (red zones grow with the block)" \
+    "${common[@]}" "${access[@]}" "E[0]['kind'] == 'heap-overflow' and E[0]['access'] == 'write'" "$block" "$at_line" "$alloc"
+  check $env check-far-overflow-64k "--check: a write 2000 bytes past malloc(65536): heap-overflow, block+65536+2000" \
+    "${common[@]}" "${access[@]}" "E[0]['kind'] == 'heap-overflow' and E[0]['access'] == 'write'" "$block" "$at_line" "$alloc"
+  check $env check-far-underflow-64k "--check: a read 2000 bytes before malloc(65536): heap-overflow, block-2000" \
+    "${common[@]}" "${access[@]}" "E[0]['kind'] == 'heap-overflow' and E[0]['access'] == 'read'" "$block" "$at_line" "$alloc"
+  check $env check-pad-write-realloc "--check: a write into malloc(13)'s padding, found at realloc: heap-overflow, block+13, realloc's caller main" \
+    "rc == 0 and len(E) == 1" "B is not None" "E[0]['kind'] == 'heap-overflow' and E[0]['found'] == 'realloc'" \
+    "h(E[0]['address']) == B['addr'] and E[0]['size'] == 1" "$block" "$alloc" "$at_line"
+  check $env padding-write "--check: a one-byte write after and before blocks of 1-32 bytes at each alignment (256): each reported, at the access or by the canary at free" \
+    "len(P) == 256 and len(E) == 256" "sorted(h(e['address']) for e in E) == sorted(p['addr'] for p in P)" \
+    "all(e['kind'] == 'heap-overflow' and e['access'] == 'write' and e['found'] in ('access', 'free') for e in E)"
+  check $env bare-check "bare LD_PRELOAD, ULPT_WATCH_OPTIONS=check=1: the overflow reported on stderr, the program's status kept" \
+    "rc == 0 and B is not None" "'ERROR: ulpt-watch: heap-overflow on address 0x%x' % B['addr'] in err" "'WRITE of size 1' in err"
+  check $env bare-align "bare LD_PRELOAD, check=1:align=1: a write past malloc(13) is caught at the access, not at exit" \
+    "rc == 0 and B is not None" "'heap-overflow on address 0x%x' % B['addr'] in err and 'found at' not in err"
+  check $env bare-heap "bare LD_PRELOAD, heap=w:result=FILE: the result file has the heap counts" \
+    "rc == 0 and 'heap: ok' in out" "re.search(r'^heap\t(2[6-9])\t', res, re.M)"
+  check $env bare-backend "bare LD_PRELOAD, backend=mprotect: the agent runs on mprotect (the result file says so) and still finds the overflow" \
+    "rc == 0 and 'backend\tmprotect' in res" "'ERROR: ulpt-watch: heap-overflow' in err"
+  check $env bare-verbose "bare LD_PRELOAD, verbose=1 with a watch and its name (':' escaped): each hit printed under the name" \
+    "rc == 0 and 'counts: ok' in out" "'ulpt-watch: watched:4: write of 4 bytes' in err"
+  check $env bare-follow-exec "bare LD_PRELOAD, follow_exec=1: the agent stays in what the program executes" \
+    "rc == 0 and 'libulpt-watch-agent.so' in out"
+  for b in bad-value:"check=2 (a switch takes 0 or 1)" unknown:"an unknown name" conflict:"heap and check together"; do
+    check $env bare-${b%%:*} "bare LD_PRELOAD, ULPT_WATCH_OPTIONS with ${b#*:}: one line on stderr, exit status 2, the program never runs" \
+      "rc == 2 and len(err.splitlines()) == 1 and err.startswith('ulpt-watch agent: ULPT_WATCH_OPTIONS: ')" "out == ''"
+  done
   check $env clean "clean under --check: malloc(0), realloc, memalign, string functions on exact blocks, memcmp before a freed block, qsort, printf, fork: no error, status 0" \
     "rc == 0 and j['exit_status'] == 0" "E == [] and 'errors' in j" "'clean: ok' in out"
   check $env clean-a1 "clean under --check --align=1 (string ends at their red zone; strcmp near a page end reads on in 8- and 4-byte chunks): no error" \

@@ -13,12 +13,16 @@
 #include <stdio.h>
 #include <sys/resource.h>
 
-#define MODE_R  1u
-#define MODE_W  2u
-#define MODE_RW (MODE_R | MODE_W)
+#include "options.h"
+#include "watchlib.h"
 
-/* Addresses at or above this are not user space on x86-64 (47-bit virtual addresses). */
-#define USER_ADDR_END 0x800000000000ull
+/* Access modes are watchlib's WL_READ and WL_WRITE bits (options.c parses and names them). */
+#define MODE_R  WL_READ
+#define MODE_W  WL_WRITE
+#define MODE_RW WL_RW
+
+/* Addresses at or above this are not user space (watchlib's limit). */
+#define USER_ADDR_END WL_ADDR_END
 
 /* One -w option: what the user typed, what it resolved to and what the agent reported. */
 struct watch {
@@ -43,7 +47,7 @@ struct frame {
 
 struct heap_error {
 	char *kind, *access;
-	char *found;                /* "access", or "free"/"exit": found by the block's canary */
+	char *found;                /* "access", or "free"/"realloc"/"exit": by the block's canary */
 	uint64_t addr, size, ip, block, block_size;
 	struct frame *frames;
 	size_t nframes, cap;
@@ -63,14 +67,8 @@ struct report {
 struct options {
 	struct watch *watches;
 	size_t nwatches;
-	const char *heap;           /* NULL, "r", "w" or "rw" */
-	int check;
-	const char *align;          /* NULL (not given), "auto" or the number as typed */
-	const char *redzone;        /* NULL (not given), "line" or "exact" */
+	struct wl_options set;      /* the agent's settings (watchlib/preload/options.inc) */
 	const char *json;
-	int verbose;
-	const char *backend;        /* "auto", "ulpt" or "mprotect" */
-	int follow_exec;
 	int argc;                   /* the program's argv, argv[0] as typed */
 	char **argv;
 };
@@ -84,8 +82,6 @@ char *xstrdup(const char *s);
 
 /* spec.c */
 int parse_u64(const char *s, uint64_t *out);
-const char *mode_name(unsigned mode);
-int parse_mode(const char *s, unsigned *mode);
 void parse_spec(const char *spec, struct watch *w);
 
 /* elfinfo.c: refuses (die) what cannot be run with the agent; resolves the symbols. */

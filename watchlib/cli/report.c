@@ -231,22 +231,22 @@ void report_summary(const struct report *rep, const struct options *opt, int sta
 		if (w->reported)
 			warn("watch %zu %s (0x%" PRIx64 ", %" PRIu64 " %s, %s): %" PRIu64 " %s, %"
 			     PRIu64 " %s", i, w->spec, w->rep_addr, w->rep_len,
-			     plural(w->rep_len, "byte", "bytes"), mode_name(w->mode), w->reads,
+			     plural(w->rep_len, "byte", "bytes"), wl_mode_name(w->mode), w->reads,
 			     plural(w->reads, "read", "reads"), w->writes,
 			     plural(w->writes, "write", "writes"));
 		else
 			warn("watch %zu %s (%s0x%" PRIx64 ", %" PRIu64 " %s, %s): not reported", i,
 			     w->spec, w->relative ? "base+" : "", w->addr, w->len,
-			     plural(w->len, "byte", "bytes"), mode_name(w->mode));
+			     plural(w->len, "byte", "bytes"), wl_mode_name(w->mode));
 	}
 	if (rep->have_heap)
 		warn("heap: %" PRIu64 " %s watched, %" PRIu64 " %s, %" PRIu64 " %s",
 		     rep->heap_allocs, plural(rep->heap_allocs, "allocation", "allocations"),
 		     rep->heap_reads, plural(rep->heap_reads, "read", "reads"), rep->heap_writes,
 		     plural(rep->heap_writes, "write", "writes"));
-	else if (opt->heap && rep->records)
+	else if (opt->set.heap && rep->records)
 		warn("heap: not reported");
-	if ((opt->check && rep->records) || rep->nerrors)
+	if ((opt->set.check && rep->records) || rep->nerrors)
 		summary_errors(rep);
 	if (rep->have_stats)
 		warn("%" PRIu64 " %s, %" PRIu64 " %s, %" PRIu64 " false %s, handler %.3f ms",
@@ -381,14 +381,14 @@ int report_json(FILE *out, const char *outname, const struct report *rep,
 					       w->relative ? NULL : hex(w->addr));
 		json_object_object_add(o, "length",
 				       json_object_new_uint64(w->reported ? w->rep_len : w->len));
-		json_object_object_add(o, "mode", jstr(mode_name(w->mode)));
+		json_object_object_add(o, "mode", jstr(wl_mode_name(w->mode)));
 		json_object_object_add(o, "reads", count(w->reported, w->reads));
 		json_object_object_add(o, "writes", count(w->reported, w->writes));
 		json_object_array_add(a, o);
 	}
 	json_object_object_add(root, "watches", a);
 
-	if (opt->heap) {
+	if (opt->set.heap) {
 		json_object *o = json_object_new_object();
 
 		json_object_object_add(o, "allocations", count(rep->have_heap, rep->heap_allocs));
@@ -396,7 +396,7 @@ int report_json(FILE *out, const char *outname, const struct report *rep,
 		json_object_object_add(o, "writes", count(rep->have_heap, rep->heap_writes));
 		json_object_object_add(root, "heap", o);
 	}
-	if (opt->check) {
+	if (opt->set.check) {
 		a = json_object_new_array();
 		for (i = 0; i < rep->nerrors; i++) {
 			const struct heap_error *e = &rep->errors[i];

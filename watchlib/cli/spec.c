@@ -42,24 +42,6 @@ int parse_u64(const char *s, uint64_t *out)
 	return 0;
 }
 
-const char *mode_name(unsigned mode)
-{
-	return mode == MODE_R ? "r" : mode == MODE_W ? "w" : "rw";
-}
-
-int parse_mode(const char *s, unsigned *mode)
-{
-	if (!strcmp(s, "r"))
-		*mode = MODE_R;
-	else if (!strcmp(s, "w"))
-		*mode = MODE_W;
-	else if (!strcmp(s, "rw"))
-		*mode = MODE_RW;
-	else
-		return -1;
-	return 0;
-}
-
 void parse_spec(const char *spec, struct watch *w)
 {
 	char *body = xstrdup(spec), *slash, *colon;
@@ -71,7 +53,7 @@ void parse_spec(const char *spec, struct watch *w)
 	slash = strrchr(body, '/');
 	if (slash) {
 		*slash = '\0';
-		if (parse_mode(slash + 1, &w->mode))
+		if (wl_parse_mode(slash + 1, &w->mode))
 			die("malformed watch '%s': mode must be r, w or rw", spec);
 	}
 	if (body[0] >= '0' && body[0] <= '9') {

@@ -5,7 +5,8 @@
  *     ulpt-watch [options] -- PROGRAM [ARGS...]
  *
  * This front end only checks the input, resolves -w symbols, passes the settings to the agent
- * in the environment (ULPT_WATCH_*), waits and reports what the agent wrote to its result file.
+ * in the environment (ULPT_WATCH_OPTIONS, from the table of watchlib/preload/options.inc),
+ * waits and reports what the agent wrote to its result file.
  * Every bad input is refused with one line on stderr and exit status 2 before the program starts.
  *
  * SPDX-License-Identifier: MIT
@@ -116,103 +117,115 @@ static char *xasprintf(const char *fmt, ...)
 	return s;
 }
 
+/* The table's options on the command line (options.inc): each a long option, getopt's value
+ * OPT_TABLE + its index. */
+enum { OPT_JSON = 256, OPT_VERSION, OPT_TABLE };
+static const struct {
+	const char *name, *meta, *help;
+	int is_bool, optional;      /* --name alone: 1 for a bool, w for --heap */
+} table[] = {
+#define WL_OPTION(nm, type, def, mt, hl) \
+	{ #nm, mt, hl, !strcmp(#type, "bool"), !strcmp(#type, "bool") || !strcmp(#nm, "heap") },
+#define WL_INTERNAL(nm, type, def, hl)
+#include "options.inc"
+#undef WL_OPTION
+#undef WL_INTERNAL
+};
+#define NTABLE (sizeof(table) / sizeof(table[0]))
+
+/* The option's command-line spelling: underscores as dashes. */
+static const char *dashed(const char *name)
+{
+	static char buf[NTABLE][32];
+	size_t i = 0;
+
+	for (size_t k = 0; k < NTABLE; k++) {
+		if (table[k].name != name)
+			continue;
+		for (i = 0; name[i] && i < sizeof(buf[k]) - 1; i++)
+			buf[k][i] = name[i] == '_' ? '-' : name[i];
+		buf[k][i] = 0;
+		return buf[k];
+	}
+	return name;
+}
+
 static void usage(FILE *out)
 {
 	fputs("Usage: ulpt-watch [options] [--] PROGRAM [ARGS...]\n"
 	      "Run a dynamically linked PROGRAM with exact watchpoints (watchlib agent).\n"
 	      "\n"
 	      "  -w, --watch SPEC       watch SYMBOL[:LEN][/r|/w|/rw] or 0xADDR:LEN[/mode]\n"
-	      "                         (repeatable; mode defaults to w)\n"
-	      "      --heap[=r|w|rw]    watch every heap allocation (default w)\n"
-	      "      --check            heap error checker (overflow, use-after-free, bad free)\n"
-	      "      --align=N|auto     with --check: block alignment, a power of two 1..4096\n"
-	      "      --redzone=line|exact  with --check: a red-zone line before each block\n"
-	      "                         (default), or also the bytes before it in its line\n"
-	      "      --json FILE        write a JSON report to FILE instead of the summary\n"
-	      "  -v, --verbose          the agent prints each hit\n"
-	      "      --backend B        auto (default), ulpt or mprotect\n"
-	      "      --follow-exec      keep the agent in programs PROGRAM executes\n"
+	      "                         (repeatable; mode defaults to w)\n", out);
+	for (size_t k = 0; k < NTABLE; k++) {
+		char left[64];
+		int n = snprintf(left, sizeof(left), "  %s--%s%s%s%s",
+				 strcmp(table[k].name, "verbose") ? "    " : "-v, ", dashed(table[k].name),
+				 table[k].meta ? (table[k].optional ? "[=" : "=") : "",
+				 table[k].meta ? table[k].meta : "",
+				 table[k].meta && table[k].optional ? "]" : "");
+		fprintf(out, n < 25 ? "%-25s%s\n" : "%s\n%25s%s\n", left, n < 25 ? table[k].help : "",
+			table[k].help);
+	}
+	fputs("      --json FILE        write a JSON report to FILE instead of the summary\n"
 	      "  -h, --help             this help\n"
 	      "      --version          the version\n"
 	      "\n"
+	      "Each option but -w and --json is also NAME=VALUE in ULPT_WATCH_OPTIONS\n"
+	      "(NAME=VALUE:NAME=VALUE, an underscore for a dash), for the agent under a plain\n"
+	      "LD_PRELOAD; this tool sets it.\n"
 	      "Exit status: PROGRAM's; 128+N if a signal N killed it; 127 if it could not be\n"
 	      "executed; 2 for bad input. ULPT_WATCH_AGENT names the agent to use.\n", out);
 }
 
-/* The -w/--align/--backend values are checked here, the rest after getopt (see main). */
 static void parse_options(int argc, char **argv, struct options *opt)
 {
-	enum { OPT_HEAP = 256, OPT_CHECK, OPT_ALIGN, OPT_REDZONE, OPT_JSON, OPT_BACKEND,
-	       OPT_FOLLOW, OPT_VERSION };
-	static const struct option longopts[] = {
-		{"watch", required_argument, NULL, 'w'},
-		{"heap", optional_argument, NULL, OPT_HEAP},
-		{"check", no_argument, NULL, OPT_CHECK},
-		{"align", required_argument, NULL, OPT_ALIGN},
-		{"redzone", required_argument, NULL, OPT_REDZONE},
-		{"json", required_argument, NULL, OPT_JSON},
-		{"verbose", no_argument, NULL, 'v'},
-		{"backend", required_argument, NULL, OPT_BACKEND},
-		{"follow-exec", no_argument, NULL, OPT_FOLLOW},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, OPT_VERSION},
-		{NULL, 0, NULL, 0},
-	};
+	static struct option longopts[NTABLE + 6];
+	char err[256];
+	size_t nl = 0;
 	int c;
 
-	opt->backend = "auto";
+	for (size_t k = 0; k < NTABLE; k++)
+		longopts[nl++] = (struct option){ dashed(table[k].name),
+			table[k].optional ? optional_argument : required_argument, NULL,
+			OPT_TABLE + (int)k };
+	longopts[nl++] = (struct option){ "watch", required_argument, NULL, 'w' };
+	longopts[nl++] = (struct option){ "json", required_argument, NULL, OPT_JSON };
+	longopts[nl++] = (struct option){ "help", no_argument, NULL, 'h' };
+	longopts[nl++] = (struct option){ "version", no_argument, NULL, OPT_VERSION };
+	wl_options_defaults(&opt->set);
 	opterr = 0;             /* getopt's own messages name argv[0], not "ulpt-watch:" */
 	/* '+': the program's own options are not ours; ':': tell missing values apart. */
 	while ((c = getopt_long(argc, argv, "+:w:vh", longopts, NULL)) != -1) {
 		const char *arg = argv[optind - 1];
-		unsigned mode;
-		uint64_t n;
 
+		if (c == 'v')
+			c = OPT_TABLE + WL_OPT_verbose;
+		if (c >= OPT_TABLE) {
+			size_t k = (size_t)(c - OPT_TABLE);
+			const char *v = optarg ? optarg : table[k].is_bool ? "1" : "w";
+
+			/* --align takes the number in hex too, as -w does. */
+			uint64_t n;
+			char num[24];
+			if (!strcmp(table[k].name, "align") && optarg && !strncmp(optarg, "0x", 2) &&
+			    !parse_u64(optarg, &n) && n <= 4096) {
+				snprintf(num, sizeof(num), "%u", (unsigned)n);
+				v = num;
+			}
+			if (wl_option_set(&opt->set, dashed(table[k].name), strlen(table[k].name), v,
+					  "--", err, sizeof(err)) < 0)
+				die("%s", err);
+			continue;
+		}
 		switch (c) {
 		case 'w':
 			opt->watches = xrealloc(opt->watches, opt->nwatches + 1,
 						sizeof(*opt->watches));
 			parse_spec(optarg, &opt->watches[opt->nwatches++]);
 			break;
-		case OPT_HEAP:
-			if (!optarg)
-				mode = MODE_W;
-			else if (parse_mode(optarg, &mode))
-				die("bad --heap mode '%s' (r, w or rw)", optarg);
-			opt->heap = mode_name(mode);
-			break;
-		case OPT_CHECK:
-			opt->check = 1;
-			break;
-		case OPT_ALIGN:
-			if (!strcmp(optarg, "auto")) {
-				opt->align = "auto";
-				break;
-			}
-			if (parse_u64(optarg, &n) || n < 1 || n > 4096 || (n & (n - 1)))
-				die("bad --align '%s': a power of two from 1 to 4096, or auto",
-				    optarg);
-			opt->align = xasprintf("%u", (unsigned)n);
-			break;
-		case OPT_REDZONE:
-			if (strcmp(optarg, "line") && strcmp(optarg, "exact"))
-				die("bad --redzone '%s' (line or exact)", optarg);
-			opt->redzone = optarg;
-			break;
 		case OPT_JSON:
 			opt->json = optarg;
-			break;
-		case 'v':
-			opt->verbose = 1;
-			break;
-		case OPT_BACKEND:
-			if (strcmp(optarg, "auto") && strcmp(optarg, "ulpt") &&
-			    strcmp(optarg, "mprotect"))
-				die("bad --backend '%s' (auto, ulpt or mprotect)", optarg);
-			opt->backend = optarg;
-			break;
-		case OPT_FOLLOW:
-			opt->follow_exec = 1;
 			break;
 		case 'h':
 			usage(stdout);
@@ -237,14 +250,8 @@ static void parse_options(int argc, char **argv, struct options *opt)
 		die("missing PROGRAM (usage: ulpt-watch [options] -- PROGRAM [ARGS...])");
 	opt->argc = argc - optind;
 	opt->argv = argv + optind;
-	if (opt->heap && opt->check)
-		die("choose one of --heap and --check");
-	if (opt->align && !opt->check)
-		die("--align works only with --check");
-	if (opt->redzone && !opt->check)
-		die("--redzone works only with --check");
-	if (opt->check && !opt->align)
-		opt->align = "auto";
+	if (wl_options_check(&opt->set, "--", err, sizeof(err)) < 0)
+		die("%s", err);
 }
 
 /* 0 for a runnable file; otherwise dies, or when quiet returns 1 (missing) or 2 (not runnable). */
@@ -400,10 +407,9 @@ static char *make_result_file(void)
 }
 
 /*
- * The watches for the agent, in -w order:
- *   *specs: ULPT_WATCH_SPECS, "<r|a>:<addr-hex>:<len>:<mode>" joined by ';';
- *   *names: ULPT_WATCH_NAMES (used with -v), the specs as typed, one per line, so hits name
- *           their watch.
+ * The watches for the agent, in -w order (its "watches" and "names" options):
+ *   *specs: "<r|a>,<addr-hex>,<len>,<mode>" joined by ';';
+ *   *names: the specs as typed, one per line (used with -v), so hits name their watch.
  */
 static void watches_env(const struct options *opt, char **specs, char **names)
 {
@@ -415,9 +421,9 @@ static void watches_env(const struct options *opt, char **specs, char **names)
 	for (size_t i = 0; i < opt->nwatches; i++) {
 		const struct watch *w = &opt->watches[i];
 
-		fprintf(sm, "%s%c:0x%llx:%llu:%s", i ? ";" : "", w->relative ? 'r' : 'a',
+		fprintf(sm, "%s%c,0x%llx,%llu,%s", i ? ";" : "", w->relative ? 'r' : 'a',
 			(unsigned long long)w->addr, (unsigned long long)w->len,
-			mode_name(w->mode));
+			wl_mode_name(w->mode));
 		if (i)
 			fputc('\n', nm);
 		for (const char *p = w->spec; *p; p++)
@@ -436,33 +442,26 @@ static void forward_signal(int sig)
 	errno = saved;
 }
 
-static void set_or_unset(const char *name, const char *value)
-{
-	if (value)
-		setenv(name, value, 1);
-	else
-		unsetenv(name);
-}
-
-/* In the child: the agent's settings. Ours are unset when not wanted, so values left in the
- * environment (say by an outer ulpt-watch) do not leak into this run. */
-static void child_environment(const struct options *opt, const char *agent, const char *specs,
+/* In the child: the agent's settings, all in ULPT_WATCH_OPTIONS (set whole, so a value left
+ * in the environment, say by an outer ulpt-watch, does not leak into this run); the agent
+ * picks the backend itself, so ULPT_BACKEND goes. */
+static void child_environment(struct options *opt, const char *agent, const char *specs,
 			      const char *names)
 {
 	const char *old = getenv("LD_PRELOAD");
 	char *preload = old && old[0] ? xasprintf("%s:%s", agent, old) : xstrdup(agent);
+	char *val;
+	size_t n;
 
 	setenv("LD_PRELOAD", preload, 1);
-	setenv("ULPT_WATCH_RESULT", result_path, 1);
-	set_or_unset("ULPT_WATCH_SPECS", opt->nwatches ? specs : NULL);
-	set_or_unset("ULPT_WATCH_HEAP", opt->heap);
-	set_or_unset("ULPT_WATCH_CHECK", opt->check ? "1" : NULL);
-	set_or_unset("ULPT_WATCH_ALIGN", opt->check ? opt->align : NULL);
-	set_or_unset("ULPT_WATCH_REDZONE", opt->check ? opt->redzone : NULL);
-	set_or_unset("ULPT_WATCH_VERBOSE", opt->verbose ? "1" : NULL);
-	set_or_unset("ULPT_WATCH_NAMES", opt->verbose && opt->nwatches ? names : NULL);
-	set_or_unset("ULPT_WATCH_FOLLOW_EXEC", opt->follow_exec ? "1" : NULL);
-	set_or_unset("ULPT_BACKEND", strcmp(opt->backend, "auto") ? opt->backend : NULL);
+	opt->set.result = result_path;
+	opt->set.watches = specs;
+	opt->set.names = opt->set.verbose ? names : "";
+	n = wl_options_format(&opt->set, NULL, 0);
+	val = xcalloc(n + 1, 1);
+	wl_options_format(&opt->set, val, n + 1);
+	setenv(WL_OPTIONS_ENV, val, 1);
+	unsetenv("ULPT_BACKEND");
 }
 
 int main(int argc, char **argv)
@@ -574,8 +573,6 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < opt.nwatches; i++)
 		free(opt.watches[i].symbol);
 	free(opt.watches);
-	if (opt.align && strcmp(opt.align, "auto"))
-		free((char *)opt.align);
 	free(specs);
 	free(agent);
 	free(prog);

@@ -30,6 +30,9 @@ extern "C" {
 #define WL_WRITE  2u            /* watch (or an access that) writes */
 #define WL_RW     (WL_READ | WL_WRITE)
 
+/* Watched ranges end at or below this: the user half of x86-64's 48-bit address space. */
+#define WL_ADDR_END (1ull << 47)
+
 #define WL_VALUE_MAX 64         /* bytes of old and new value a hit carries */
 
 /* One access to watched bytes. */

@@ -1,16 +1,9 @@
 /*
- * The agent's start and end: configuration from the environment ulpt-watch sets, the
- * watchpoints of -w, and the result file (records described in watchlib/cli/ulpt-watch.c).
- *   ULPT_WATCH_SPECS   watches: "<r|a>:<hex address>:<length>:<r|w|rw>" joined by ';'
- *                      (r: relative to the main program's load base, for PIE symbols)
- *   ULPT_WATCH_HEAP    r, w or rw: watch every heap block (--heap)
- *   ULPT_WATCH_CHECK   1: the heap checker (--check); ULPT_WATCH_ALIGN: N or auto;
- *                      ULPT_WATCH_REDZONE: line (default) or exact
- *   ULPT_WATCH_VERBOSE 1: print every hit; ULPT_WATCH_NAMES: the watches' names, one a line
- *   ULPT_WATCH_RESULT  the file to append results to
- *   ULPT_WATCH_FOLLOW_EXEC 1: programs this one execs keep the agent (default: removed from
- *                      LD_PRELOAD, so they run plain)
- *   ULPT_BACKEND       read by libulpt
+ * The agent's start and end: its settings, the watchpoints of -w, and the result file (records
+ * described in watchlib/cli/ulpt-watch.c). Every setting comes in ULPT_WATCH_OPTIONS
+ * ("name=value:name=value", the table of options.inc), which ulpt-watch sets, or a user under
+ * a plain LD_PRELOAD; a bad one stops the program with one line and exit status 2, as a bad
+ * option of the tool does. Without a result file the reports still go to stderr.
  *
  * SPDX-License-Identifier: MIT
  */
@@ -62,17 +55,19 @@ static int main_base_cb(struct dl_phdr_info *info, size_t size, void *data)
 	return 1;                   /* the first object is the program */
 }
 
+/* The options, parsed from a copy of ULPT_WATCH_OPTIONS (the program may change its
+ * environment): the text values point into it. */
+static struct wl_options opts;
+
 static void add_watches(const char *specs)
 {
 	uintptr_t base = 0;
 	const char *s = specs;
+	char *copy = (char *)opts.names;        /* in read_options' buffer (or "": not written) */
 
 	dl_iterate_phdr(main_base_cb, &base);
-	/* Names for -v (a copy: the program may change its environment). */
-	const char *names = getenv("ULPT_WATCH_NAMES");
-	char *copy = names ? wl_mem_alloc(strlen(names) + 1) : NULL;
-	if (copy) {
-		strcpy(copy, names);
+	/* Names for -v, one per line. */
+	if (*copy) {
 		for (int i = 0; i < MAX_SPECS && copy && *copy; i++) {
 			spec_names[i] = copy;
 			copy = strchr(copy, '\n');
@@ -85,11 +80,15 @@ static void add_watches(const char *specs)
 		unsigned long long addr, len;
 		int used = 0;
 
-		if (sscanf(s, "%*c:%llx:%llu:%3[rw]%n", &addr, &len, mode, &used) < 3 || !used) {
-			say("malformed ULPT_WATCH_SPECS");
+		if (sscanf(s, "%*c,%llx,%llu,%3[rw]%n", &addr, &len, mode, &used) < 3 || !used) {
+			say("malformed watches in " WL_OPTIONS_ENV);
 			return;
 		}
-		unsigned m = (strchr(mode, 'r') ? WL_READ : 0) | (strchr(mode, 'w') ? WL_WRITE : 0);
+		unsigned m;
+		if (wl_parse_mode(mode, &m) < 0) {
+			say("malformed watches in " WL_OPTIONS_ENV);
+			return;
+		}
 		int id = wl_watch((void *)(uintptr_t)(addr + (rel == 'r' ? base : 0)), len, m);
 		if (id < 0) {
 			char msg[128];
@@ -182,10 +181,33 @@ static void drop_from_preload(void)
 	}
 }
 
+/* ULPT_WATCH_OPTIONS into opts: a bad value ends the program, as a bad option of the tool. */
+static void read_options(void)
+{
+	const char *v = getenv(WL_OPTIONS_ENV);
+	char err[256], *buf;
+
+	wl_options_defaults(&opts);
+	if (!v || !*v)
+		return;
+	buf = wl_mem_alloc(strlen(v) + 1);
+	if (!buf) {
+		say("out of memory");
+		_exit(2);
+	}
+	strcpy(buf, v);
+	if (wl_options_parse(&opts, buf, err, sizeof(err)) < 0 ||
+	    wl_options_check(&opts, "", err, sizeof(err)) < 0) {
+		char msg[300];
+		snprintf(msg, sizeof(msg), "%s: %s", WL_OPTIONS_ENV, err);
+		say(msg);
+		_exit(2);
+	}
+}
+
 void agent_init(void)
 {
 	int expect = 0;
-	const char *v;
 	int r;
 
 	if (!__atomic_compare_exchange_n(&init_state, &expect, 1, 0, __ATOMIC_ACQ_REL,
@@ -197,26 +219,25 @@ void agent_init(void)
 	in_agent++;
 	ag.pid = getpid();
 	ag.result_fd = -1;
-	if ((v = getenv("ULPT_WATCH_RESULT")) && *v)
-		ag.result_fd = open(v, O_WRONLY | O_APPEND | O_CLOEXEC);
-	ag.verbose = (v = getenv("ULPT_WATCH_VERBOSE")) && *v == '1';
-	if ((v = getenv("ULPT_WATCH_CHECK")) && *v == '1') {
+	read_options();
+	if (*opts.result)
+		ag.result_fd = open(opts.result, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	ag.verbose = opts.verbose;
+	if (opts.check) {
 		ag.heap = HEAP_CHECK;
-		v = getenv("ULPT_WATCH_ALIGN");
-		ag.align = v && strcmp(v, "auto") ? (unsigned)strtoul(v, NULL, 10) : 0;
-		if (ag.align & (ag.align - 1) || ag.align > 4096)
-			ag.align = 0;
-		ag.redzone_exact = (v = getenv("ULPT_WATCH_REDZONE")) && !strcmp(v, "exact");
-	} else if ((v = getenv("ULPT_WATCH_HEAP")) && *v) {
+		ag.align = opts.align;
+		ag.redzone_exact = opts.redzone;
+		ag.precise = opts.precise;
+	} else if (opts.heap) {
 		ag.heap = HEAP_WATCH;
-		ag.heap_kinds = (strchr(v, 'r') ? ULPT_DENY_R : 0) | (strchr(v, 'w') ? ULPT_DENY_W : 0);
-		if (!ag.heap_kinds)
-			ag.heap_kinds = ULPT_DENY_W;
+		ag.heap_kinds = (opts.heap & WL_READ ? ULPT_DENY_R : 0) |
+				(opts.heap & WL_WRITE ? ULPT_DENY_W : 0);
 	}
-	if (!((v = getenv("ULPT_WATCH_FOLLOW_EXEC")) && *v == '1'))
+	if (!opts.follow_exec)
 		drop_from_preload();
 
-	r = ulpt_init(ULPT_BACKEND_AUTO);
+	r = ulpt_init(opts.backend == 1 ? ULPT_BACKEND_ULPT :
+		      opts.backend == 2 ? ULPT_BACKEND_MPROTECT : ULPT_BACKEND_AUTO);
 	if (r >= 0)
 		r = wl_init_shared();
 	if (r >= 0)
@@ -245,12 +266,10 @@ void agent_init(void)
 __attribute__((constructor(101)))
 static void agent_start(void)
 {
-	const char *v;
-
 	agent_init();
-	if (ag.ready && (v = getenv("ULPT_WATCH_SPECS")) && *v) {
+	if (ag.ready && *opts.watches) {
 		in_agent++;
-		add_watches(v);
+		add_watches(opts.watches);
 		in_agent--;
 	}
 }

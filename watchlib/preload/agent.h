@@ -1,10 +1,11 @@
 /*
  * The ulpt-watch agent: the shared object ulpt-watch puts in LD_PRELOAD. It reads its
- * configuration from the environment (ULPT_WATCH_*, set by the tool), watches what it is asked
+ * configuration from ULPT_WATCH_OPTIONS (set by the tool; options.inc), watches what it is asked
  * to, replaces the program's malloc family for --heap and --check, and writes its results to
- * the file ULPT_WATCH_RESULT names (format: watchlib/cli/ulpt-watch.c).
+ * the file its result option names (format: watchlib/cli/ulpt-watch.c).
  *
- * Files: agent.c (start, configuration, results), heap.c (the allocator: red zones,
+ * Files: agent.c (start, configuration, results), options.c (the settings' one parser, shared
+ * with the tool), heap.c (the allocator: red zones,
  * quarantine, the malloc family), fault.c (the fault handler, general registers only),
  * strmem.c (libc's memory and string functions, checked against the blocks),
  * report.c (backtraces with libunwind, symbols with libdw, error reports).
@@ -18,13 +19,14 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "wl-internal.h"
+#include "options.h"
 
 enum heap_mode { HEAP_OFF, HEAP_WATCH, HEAP_CHECK };
 
 /* The arena every block of --heap and --check comes from. Each block is end-aligned to a line;
  * with --check a red-zone line before it is its left red zone and the previous slot's right
  * one (with --redzone=exact the denied bytes before it in its first line are, when there are
- * some; heap.c):
+ * some; large blocks have more lines on both sides; heap.c):
  *   [red zone | slack | user bytes ..............][red zone | slack | next block ...]
  * owner[] maps every line of the arena to the block whose slot holds it. */
 #define LINE_SHIFT      7
@@ -38,7 +40,7 @@ struct blk {
 	uintptr_t user;             /* the pointer the program got */
 	size_t size;                /* what it asked for */
 	uint32_t first_line;        /* the slot: red zone line first_line, block lines after it */
-	uint32_t lines;             /* block lines, red zone not included */
+	uint32_t lines;             /* the slot's lines, its red zones included */
 	uint32_t alloc_stack, free_stack;     /* stack depot ids (0: none) */
 	pid_t alloc_tid, free_tid;
 	uint8_t state;
@@ -50,7 +52,8 @@ struct agent {
 	enum heap_mode heap;
 	unsigned heap_kinds;        /* WL_READ | WL_WRITE denied on heap blocks (--heap) */
 	unsigned align;             /* 0: auto (the size's own alignment, 8 to 16) */
-	int redzone_exact;          /* --redzone=exact: a block's first line is denied too */
+	int redzone_exact;          /* --redzone=exact: no red-zone line where the slack serves */
+	int precise;                /* --precise: lines holding bytes outside a block are denied */
 	int verbose;
 	int result_fd;
 	pid_t pid;                  /* the process that writes the results */
@@ -72,6 +75,14 @@ extern __thread int in_agent __attribute__((tls_model("initial-exec"))) WL_HIDDE
 static inline int in_arena(uintptr_t a)
 {
 	return ag.arena && a - (uintptr_t)ag.arena < ARENA_BYTES;
+}
+
+/* With --precise or --redzone=exact a block's partial first and last lines are denied and
+ * every access to them is decided byte by byte in the fault handler; otherwise they are open
+ * and their bytes outside the block hold canaries (heap.c). */
+static inline int exact_lines(void)
+{
+	return ag.precise || ag.redzone_exact;
 }
 
 static inline uint32_t line_of(uintptr_t a)
@@ -103,7 +114,7 @@ struct err {
 	uintptr_t ip;
 	pid_t tid;
 	uint32_t block;             /* 0: none */
-	const char *found;          /* NULL: at the access; "free" or "exit": by the block's canary */
+	const char *found;          /* NULL: at the access; "free", "realloc", "exit": by the canary */
 	const char *fn;             /* the libc function the range was given to (strmem.c), or NULL */
 };
 /* fault.c: the error of an access [s, e) (0: none; ip is the instruction, 0 for a range given

@@ -11,10 +11,15 @@
  * its left red zone and the previous block's right one, and every line that holds block bytes
  * is open: the program's own accesses never fault. The slack before the block in its first
  * line is open too, so an underflow is caught once it is past that slack (up to 127 bytes).
- * --redzone=exact catches it at the first byte: the slack is denied with the block's first
- * line, which then needs no red-zone line before it (a block with no slack, a multiple of the
- * line, still gets one), and every access to that line faults and is told apart in the fault
- * handler; small blocks use half the memory but every access to them faults.
+ * Red zones grow with the block (rz_lines): blocks from 4 KiB get 2 to 16 lines on each side,
+ * so a far overflow from a large block lands in its own zone, not in the next block.
+ * --precise catches every byte: a block's first and last lines, where they also hold bytes
+ * outside it (the slack, the alignment padding), are denied too, and every access to them
+ * faults and is decided byte by byte in the fault handler (an access inside the block is let
+ * through and counted as a false fault). --redzone=exact does the same but gives a block of
+ * one red-zone line none where its slack can serve (a block with no slack, a multiple of the
+ * line, still gets one): small blocks use half the memory, but an underflow past the slack
+ * into the previous block's bytes goes unseen.
  * With --check, freed blocks keep every line denied while they wait in a
  * quarantine (16 MiB, first in first out) before their slot is reused.
  *
@@ -23,7 +28,7 @@
  * gives each block whole pages, as Electric Fence does: the block ends at a page boundary, the
  * red zone is the page after it, and an underflow is caught only past the block's first page.
  *
- * Canaries: with --check (red-zone lines, the default) the bytes next to a block that its open
+ * Canaries: with --check (without --precise or --redzone=exact) the bytes next to a block that its open
  * lines leave reachable, the alignment padding after it and the slack before it in its first
  * line, hold a pattern. A write there faults nowhere; free, realloc and the agent's exit find
  * the changed byte and report a heap-overflow "found at free" (or at exit) with the block's
@@ -268,7 +273,7 @@ static void protect_live(const struct blk *b)
 		if (b->size)
 			shadow_fill(lo, hi - lo, 0);
 	} else {
-		if (!ag.redzone_exact) {
+		if (!exact_lines()) {
 			/* The first line, slack and all; the last, with the alignment padding. */
 			in_lo = line_of(b->user);
 			in_hi = (uint32_t)((end - base + LINE_BYTES - 1) >> LINE_SHIFT);
@@ -287,7 +292,7 @@ static int canary_span(const struct blk *b, uintptr_t *lo, uintptr_t *hi)
 {
 	uintptr_t end = b->user + b->size;
 
-	if (ag.heap != HEAP_CHECK || ag.redzone_exact || !b->size)
+	if (ag.heap != HEAP_CHECK || (exact_lines() && !h.page_units) || !b->size)
 		return 0;               /* exact: those bytes are denied (and malloc(0) has none) */
 	*lo = b->user & ~(uintptr_t)(LINE_BYTES - 1);
 	*hi = (end + LINE_BYTES - 1) & ~(uintptr_t)(LINE_BYTES - 1);
@@ -348,9 +353,29 @@ void heap_check_canaries(void)
 	}
 }
 
+/*
+ * Red zones grow with the block, as ASan's do (its ComputeRZLog), in whole lines: one line
+ * up to 4 KiB - 128 bytes, then 2, 4 and 8 lines, and 16 lines (2 KiB) from 64 KiB - 1024 on.
+ * A block of more than one line's zone gets it on both sides, in its own slot: an overflow
+ * within its zone lands in lines it owns and is told as its own, not as an underflow of the
+ * next block (small blocks share one line between neighbours).
+ */
+static uint32_t rz_lines(size_t need)
+{
+	if (need <= 4096 - 128)
+		return 1;
+	if (need <= (16 << 10) - 256)
+		return 2;
+	if (need <= (32 << 10) - 512)
+		return 4;
+	if (need <= (64 << 10) - 1024)
+		return 8;
+	return 16;
+}
+
 static void *heap_alloc(size_t size, size_t align, int zero)
 {
-	uint32_t id, first, lines, rz;
+	uint32_t id, first, lines, rz, z = 1, tail = 0;
 	size_t need, a;
 	uintptr_t start, user, end;
 
@@ -369,11 +394,15 @@ static void *heap_alloc(size_t size, size_t align, int zero)
 	 * denied with the line, are its left red zone and the previous block's right one.
 	 * Alignments above a line: red-zone lines enough to place the block on a multiple. */
 	rz = !(need & (LINE_BYTES - 1));
-	if (ag.heap == HEAP_CHECK && !ag.redzone_exact && !h.page_units)
-		rz = 1;
+	if (ag.heap == HEAP_CHECK && !h.page_units) {
+		z = rz_lines(need);
+		tail = z > 1 ? z : 0;
+		if (!ag.redzone_exact || ag.precise || z > 1)
+			rz = z;
+	}
 	if (a > LINE_BYTES)
-		rz = (uint32_t)(a / LINE_BYTES);
-	lines = rz + (uint32_t)((need + LINE_BYTES - 1) / LINE_BYTES);
+		rz = z + (uint32_t)(a / LINE_BYTES) - 1;
+	lines = rz + (uint32_t)((need + LINE_BYTES - 1) / LINE_BYTES) + tail;
 	/* mprotect: whole pages (see the top); the slot is rounded to pages, red zone first. */
 	if (h.page_units)
 		lines = (lines + 31 + 32) & ~31u;
@@ -403,10 +432,10 @@ static void *heap_alloc(size_t size, size_t align, int zero)
 	if (first + lines == h.bump_line && ag.heap == HEAP_CHECK)
 		heap_set_lines(h.bump_line, h.page_units ? 32 : 1, ULPT_DENY_RW);
 	start = (uintptr_t)ag.arena + ((uintptr_t)first << LINE_SHIFT);
-	end = start + ((uintptr_t)lines << LINE_SHIFT);
+	end = start + ((uintptr_t)(lines - tail) << LINE_SHIFT);
 	user = end - need;
 	if (a > LINE_BYTES) {
-		user = (start + LINE_BYTES + a - 1) & ~(uintptr_t)(a - 1);
+		user = (start + ((uintptr_t)z << LINE_SHIFT) + a - 1) & ~(uintptr_t)(a - 1);
 		if (user + need > end)
 			user -= a;
 	}
@@ -457,7 +486,8 @@ static void bad_free(enum err_kind kind, const void *p, uint32_t id)
 	in_agent--;
 }
 
-static void heap_free(void *p)
+/* Frees a block; why names the call for a canary found changed ("free" or "realloc"). */
+static void heap_free(void *p, const char *why)
 {
 	uint32_t id = block_at(p);
 	struct blk *b;
@@ -510,7 +540,7 @@ static void heap_free(void *p)
 		in_agent--;
 	}
 	if (damage)
-		canary_report(id, damage, dn, "free");
+		canary_report(id, damage, dn, why);
 }
 
 /* --- the malloc family ---------------------------------------------------------------------
@@ -541,11 +571,11 @@ void free(void *p)
 	if (!in_agent)
 		decide();           /* a free before any malloc is still checked */
 	if (h.state == 2 && ag.heap != HEAP_OFF && in_arena((uintptr_t)p))
-		heap_free(p);
+		heap_free(p, "free");
 	else if (wl_mem_owns(p))
 		wl_mem_free(p);
 	else if (h.state == 2 && ag.heap != HEAP_OFF && !h.degraded)
-		heap_free(p);           /* reports the invalid free */
+		heap_free(p, "free");           /* reports the invalid free */
 	else
 		__libc_free(p);
 	errno = e;
@@ -577,7 +607,7 @@ void *realloc(void *p, size_t n)
 		if (wl_mem_owns(p))
 			return wl_mem_realloc(p, n);
 		if (h.state == 2 && ag.heap != HEAP_OFF && !h.degraded && !in_agent) {
-			heap_free(p);   /* not a block of ours: reports the invalid free */
+			heap_free(p, "free");   /* not a block of ours: reports the invalid free */
 			return NULL;
 		}
 		return __libc_realloc(p, n);
@@ -588,7 +618,7 @@ void *realloc(void *p, size_t n)
 	}
 	id = block_at(p);
 	if (!id || ag.blocks[id].state != BLK_LIVE) {
-		heap_free(p);       /* reports the invalid or double free */
+		heap_free(p, "free");       /* reports the invalid or double free */
 		return NULL;
 	}
 	q = malloc(n);              /* from glibc once degraded */
@@ -597,7 +627,7 @@ void *realloc(void *p, size_t n)
 	in_agent++;                 /* the copy is the agent's access, not the program's */
 	memcpy(q, p, ag.blocks[id].size < n ? ag.blocks[id].size : n);
 	in_agent--;
-	heap_free(p);
+	heap_free(p, "realloc");
 	return q;
 }
 

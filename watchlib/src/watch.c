@@ -338,7 +338,7 @@ int wl_watch(const void *addr, size_t len, unsigned mode)
 
 	if (!wl.ready)
 		return -EINVAL;
-	if (!a || !len || !mode || (mode & ~WL_RW) || a + len < a || a + len > (1ull << 47))
+	if (!a || !len || !mode || (mode & ~WL_RW) || a + len < a || a + len > WL_ADDR_END)
 		return -EINVAL;
 	lock();
 	if (wl.nfree)

@@ -38,6 +38,15 @@ bad() {
 }
 has() { grep -qF -- "$1" "$2"; }
 envval() { sed -n "s/^$1=//p" "$T/env"; }
+# optval KEY: KEY's value in the ULPT_WATCH_OPTIONS the agent got (unescaped), or <unset>.
+optval() {
+	envval ULPT_WATCH_OPTIONS | python3 -c "$optval_py" "$1"
+}
+optval_py='import re, sys
+items = re.split(r"(?<!\\):", sys.stdin.read().rstrip("\n"))
+kv = dict(i.split("=", 1) for i in items if "=" in i)
+print(re.sub(r"\\(.)", r"\1", kv.get(sys.argv[1], "<unset>")))'
+
 
 # The program under test: a global, a static (twice, in two files), a thread-local and a
 # zero-sized variable; -O0 keeps them all. It leaves $T/ran behind so refusals can be told
@@ -66,18 +75,18 @@ cat >"$T/b.c" <<'EOF'
 static int hidden;
 int bump(void) { return ++hidden; }
 EOF
-# The fake agent: the ULPT_WATCH_* settings to $FAKE_AGENT_ENV, a fixed report (or the one in
-# $FAKE_AGENT_RESULT) to $ULPT_WATCH_RESULT.
+# The fake agent: ULPT_WATCH_OPTIONS, ULPT_BACKEND and LD_PRELOAD to $FAKE_AGENT_ENV, a fixed
+# report (or the one in $FAKE_AGENT_RESULT) to the file of the options' result=.
 cat >"$T/fake.c" <<'EOF'
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 __attribute__((constructor)) static void fake_agent(void)
 {
-	static const char *names[] = {"ULPT_WATCH_SPECS", "ULPT_WATCH_HEAP", "ULPT_WATCH_CHECK",
-		"ULPT_WATCH_ALIGN", "ULPT_WATCH_REDZONE", "ULPT_WATCH_VERBOSE",
-		"ULPT_WATCH_FOLLOW_EXEC", "ULPT_BACKEND", "LD_PRELOAD", NULL};
-	const char *env = getenv("FAKE_AGENT_ENV"), *res = getenv("ULPT_WATCH_RESULT");
-	const char *text = getenv("FAKE_AGENT_RESULT");
+	static const char *names[] = {"ULPT_WATCH_OPTIONS", "ULPT_BACKEND", "LD_PRELOAD", NULL};
+	const char *env = getenv("FAKE_AGENT_ENV"), *opts = getenv("ULPT_WATCH_OPTIONS");
+	const char *text = getenv("FAKE_AGENT_RESULT"), *r = opts ? strstr(opts, "result=") : NULL;
+	char res[4096] = "";
 	FILE *f;
 	int i;
 
@@ -86,7 +95,9 @@ __attribute__((constructor)) static void fake_agent(void)
 			fprintf(f, "%s=%s\n", names[i], getenv(names[i]) ? getenv(names[i]) : "<unset>");
 		fclose(f);
 	}
-	if (res && (f = fopen(res, "w"))) {
+	if (r)
+		sscanf(r + 7, "%4095[^:]", res);
+	if (*res && (f = fopen(res, "w"))) {
 		fputs(text ? text : "backend\tmprotect\nwatch\t0\t0x1000\t4\t2\t3\nstats\t5\t5\t0\t100\n", f);
 		fclose(f);
 	}
@@ -108,7 +119,7 @@ addr() { printf '0x%x' "$((16#$(nm "$1" | awk -v s="$2" '$3 == s { print $1; exi
 bad "unknown long option" --bogus -- "$P"
 bad "unknown short option" -x -- "$P"
 bad "option without its value" -w
-bad "--check with a value" --check=1 -- "$P"
+bad "--check with a value other than 0 or 1" --check=2 -- "$P"
 bad "missing PROGRAM" 
 bad "missing PROGRAM after options" -v --
 bad "bad LEN number" -w counter:12x -- "$P"
@@ -156,6 +167,9 @@ bad "bad --backend" --backend fast -- "$P"
 ULPT_WATCH_AGENT=/nonexistent bad "agent not found, with a known symbol" -w counter -- "$P"
 ULPT_WATCH_AGENT=/nonexistent bad "agent not found, no watches" -- "$P"
 bad "--json file cannot be written" --json "$T/no/dir/out.json" -- "$P"
+bad "--precise without --check" --precise -- "$P"
+bad "--check with a value that is not 0 or 1" --check=yes -- "$P"
+bad "unknown option" --no-such-option -- "$P"
 
 # --- help and version ---
 run --help
@@ -171,42 +185,50 @@ check "summary: the watch by its spec, with counts" has "ulpt-watch: watch 0 cou
 check "summary: stats" has "ulpt-watch: 5 faults, 5 hits, 0 false faults, handler 0.000 ms" "$T/err"
 check "summary: peak memory and exit status" grep -q '^ulpt-watch: peak memory [0-9]* KiB, exit status 3$' "$T/err"
 check "every summary line is prefixed" eval '! grep -qv "^ulpt-watch: " "$T/err"'
-want="r:$(addr "$P" counter):4:w"
-check "PIE: ULPT_WATCH_SPECS is $want" [ "$(envval ULPT_WATCH_SPECS)" = "$want" ]
+want="r,$(addr "$P" counter),4,w"
+check "PIE: the watches option is $want" [ "$(optval watches)" = "$want" ]
 run -w counter -- "$T/nopie"
-want="a:$(addr "$T/nopie" counter):4:w"
-check "non-PIE: ULPT_WATCH_SPECS is $want" eval '[ "$rc" -eq 3 ] && [ "$(envval ULPT_WATCH_SPECS)" = "$want" ]'
+want="a,$(addr "$T/nopie" counter),4,w"
+check "non-PIE: the watches option is $want" eval '[ "$rc" -eq 3 ] && [ "$(optval watches)" = "$want" ]'
 run -w counter:0x10/rw --watch 0x7f0000001000:64/r -w zerosize:2 -- "$P"
-want="r:$(addr "$P" counter):16:rw;a:0x7f0000001000:64:r;r:$(addr "$P" zerosize):2:w"
-check "several watches in order, hex LEN, modes" [ "$(envval ULPT_WATCH_SPECS)" = "$want" ]
+want="r,$(addr "$P" counter),16,rw;a,0x7f0000001000,64,r;r,$(addr "$P" zerosize),2,w"
+check "several watches in order, hex LEN, modes" [ "$(optval watches)" = "$want" ]
+run -v -w counter:0x10/rw -w zerosize:2 -- "$P"
+check "-v: the names option has the specs as typed, one per line, ':' escaped" \
+	eval 'grep -qF "names=counter\:0x10/rw" "$T/env" && grep -qx "zerosize.:2" "$T/env"'
 run -w hidden -- "$P"
 check "two statics named hidden: runs, one warning naming the count" \
 	eval '[ "$rc" -eq 3 ] && [ "$(grep -c "warning: 2 symbols named '\''hidden'\''" "$T/err")" -eq 1 ]'
 run -- "$P"
-check "no watches: ULPT_WATCH_SPECS unset, nothing else set" \
-	eval '[ "$(envval ULPT_WATCH_SPECS)" = "<unset>" ] && [ "$(envval ULPT_WATCH_HEAP)" = "<unset>" ] && [ "$(envval ULPT_WATCH_CHECK)" = "<unset>" ] && [ "$(envval ULPT_BACKEND)" = "<unset>" ]'
+check "no watches: only the result file is set, ULPT_BACKEND unset" \
+	eval '[ "$(optval watches)" = "<unset>" ] && [ "$(optval heap)" = "<unset>" ] && [ "$(optval check)" = "<unset>" ] && [ "$(envval ULPT_BACKEND)" = "<unset>" ] && [ "$(envval ULPT_WATCH_OPTIONS | tr ":" "\n" | grep -vc "^result=")" = 0 ]'
 check "LD_PRELOAD is the agent" [ "$(envval LD_PRELOAD)" = "$(realpath "$T/fake.so")" ]
 LD_PRELOAD=libm.so.6 run -- "$P"
 check "LD_PRELOAD: the agent goes before the existing list" [ "$(envval LD_PRELOAD)" = "$(realpath "$T/fake.so"):libm.so.6" ]
-run --heap -- "$P"
-check "--heap sets ULPT_WATCH_HEAP=w" [ "$(envval ULPT_WATCH_HEAP)" = w ]
-run --heap=rw -- "$P"
-check "--heap=rw sets ULPT_WATCH_HEAP=rw" [ "$(envval ULPT_WATCH_HEAP)" = rw ]
+# Each option of the table reaches the agent: CLI arguments -> its ULPT_WATCH_OPTIONS entry.
+for c in "--heap|heap=w" "--heap=rw|heap=rw" "--heap=r|heap=r" "--check|check=1" \
+	 "--check --precise|precise=1" "--check --align=0x40|align=64" "--check --align=1|align=1" \
+	 "--check --redzone=exact|redzone=exact" "-v|verbose=1" "--verbose|verbose=1" \
+	 "--follow-exec|follow_exec=1" "--backend mprotect|backend=mprotect" "--backend=ulpt|backend=ulpt"; do
+	args=${c%|*} kv=${c#*|}
+	# shellcheck disable=SC2086
+	run $args -- "$P"
+	check "$args reaches the agent as $kv" eval '[ "$rc" -eq 3 ] && [ "$(optval "${kv%%=*}")" = "${kv#*=}" ]'
+done
 run --check -- "$P"
-check "--check sets ULPT_WATCH_CHECK=1, ULPT_WATCH_ALIGN=auto" \
-	eval '[ "$(envval ULPT_WATCH_CHECK)" = 1 ] && [ "$(envval ULPT_WATCH_ALIGN)" = auto ]'
-run --check --align=0x40 -- "$P"
-check "--align=0x40 sets ULPT_WATCH_ALIGN=64" [ "$(envval ULPT_WATCH_ALIGN)" = 64 ]
-run --check --redzone=exact -- "$P"
-check "--redzone=exact sets ULPT_WATCH_REDZONE=exact" [ "$(envval ULPT_WATCH_REDZONE)" = exact ]
-run --check -- "$P"
-check "--check alone leaves ULPT_WATCH_REDZONE unset (the agent's default, line)" [ "$(envval ULPT_WATCH_REDZONE)" = "<unset>" ]
-run -v --follow-exec --backend mprotect -- "$P"
-check "-v, --follow-exec, --backend mprotect reach the agent" \
-	eval '[ "$(envval ULPT_WATCH_VERBOSE)" = 1 ] && [ "$(envval ULPT_WATCH_FOLLOW_EXEC)" = 1 ] && [ "$(envval ULPT_BACKEND)" = mprotect ]'
-ULPT_BACKEND=ulpt ULPT_WATCH_HEAP=rw run --backend auto -- "$P"
-check "--backend auto unsets ULPT_BACKEND; stale ULPT_WATCH_HEAP is dropped" \
-	eval '[ "$(envval ULPT_BACKEND)" = "<unset>" ] && [ "$(envval ULPT_WATCH_HEAP)" = "<unset>" ]'
+check "--check alone: align and redzone stay the agent's defaults (unset)" \
+	eval '[ "$(optval align)" = "<unset>" ] && [ "$(optval redzone)" = "<unset>" ]'
+ULPT_BACKEND=ulpt ULPT_WATCH_OPTIONS=heap=rw run --backend auto -- "$P"
+check "--backend auto unsets ULPT_BACKEND; a stale ULPT_WATCH_OPTIONS is replaced" \
+	eval '[ "$(envval ULPT_BACKEND)" = "<unset>" ] && [ "$(optval heap)" = "<unset>" ] && [ "$(optval backend)" = "<unset>" ]'
+# --help and the man page list every option of the table.
+run --help
+cp "$T/out" "$T/help"
+# man_lists NAME: an entry of ulpt-watch(1) (the line after a .TP) names --NAME.
+man_lists() { grep -A1 '^\.TP' watchlib/man/ulpt-watch.1 | grep -qF -- "\-\-${1//-/\\-}"; }
+for o in $(sed -n 's/^WL_OPTION(\([a-z_]*\),.*/\1/p' watchlib/preload/options.inc | tr _ -); do
+	check "--help and ulpt-watch(1) list --$o" eval 'grep -q -- "--$o" "$T/help" && man_lists "$o"'
+done
 cp "$P" "$T/bin/cliprog"
 PATH=$T/bin:$PATH CLI_TEST_ARGV0=1 run -- cliprog
 check "PATH lookup; argv[0] as typed" eval '[ "$rc" -eq 3 ] && [ "$(cat "$T/out")" = cliprog ]'

@@ -22,6 +22,12 @@
  *   free-stack       invalid-free     free   addr = a stack address, block null
  *   memcpy-overflow  heap-overflow    write  by memcpy(block, src, 17), block of 16: the first
  *                    frame may be in libc, main is in the backtrace
+ *   far-overflow-4k  heap-overflow    write  addr = block + 4096 + 200, size 1, block of 4096
+ *                    (its next neighbour is another 4096-byte block: red zones grow with size)
+ *   far-overflow-64k heap-overflow    write  addr = block + 65536 + 2000, block of 65536
+ *   far-underflow-64k heap-overflow   read   addr = block - 2000, block of 65536
+ *   pad-write-realloc heap-overflow   write  addr = block + 13, size 1, block of 13: into the
+ *                    padding, found at realloc (the caller of realloc, main, is in the backtrace)
  * Every error but free-stack has an "allocated" backtrace with main in it.
  * Run natively, double-free, free-middle and free-stack abort in glibc; the others exit 0.
  */
@@ -96,11 +102,33 @@ int main(int argc, char **argv)
 		q = malloc(16);
 		say(bug, q, 16, q + 16, __LINE__ + 1);
 		memcpy(q, src, 17);
+	} else if (!strcmp(bug, "far-overflow-4k")) {
+		/* Two neighbours, so that a one-line red zone would let the write land in one. */
+		q = malloc(4096);
+		p = malloc(4096);
+		say(bug, q, 4096, q + 4096 + 200, __LINE__ + 1);
+		q[4096 + 200] = 'x';
+	} else if (!strcmp(bug, "far-overflow-64k")) {
+		q = malloc(65536);
+		p = malloc(65536);
+		say(bug, q, 65536, q + 65536 + 2000, __LINE__ + 1);
+		q[65536 + 2000] = 'x';
+	} else if (!strcmp(bug, "far-underflow-64k")) {
+		p = malloc(65536);
+		q = malloc(65536);
+		say(bug, q, 65536, q - 2000, __LINE__ + 1);
+		sink = q[-2000];
+	} else if (!strcmp(bug, "pad-write-realloc")) {
+		q = malloc(13);
+		q[13] = 'x';
+		say(bug, q, 13, q + 13, __LINE__ + 1);
+		q = realloc(q, 100);
 	} else {
 		fprintf(stderr, "usage: heapbugs overflow-write|overflow-odd-write|pad-write-free|"
 			"pad-underflow-free|underflow-read|"
 			"underflow-far-read|"
-			"use-after-free|double-free|free-middle|free-stack|memcpy-overflow\n");
+			"use-after-free|double-free|free-middle|free-stack|memcpy-overflow|"
+			"far-overflow-4k|far-overflow-64k|far-underflow-64k|pad-write-realloc\n");
 		return 2;
 	}
 	(void)sink;

@@ -3,7 +3,8 @@
  * heap block, for ulpt-watch --check's checked functions (watchlib/preload/strmem.c). Each
  * case prints "strbugs: CASE fn=FN block=B size=N addr=A line=L" on stderr, then makes the
  * call at line L; --check must report one heap-overflow at A (the first byte outside the
- * block), "in FN", from main at line L. Run natively, every case exits 0.
+ * block), "in FN", from main at line L. Run natively, every case exits 0. Cases ending in
+ * "-under" start one byte before their block (a destination, a source or a string).
  * "clean" makes every call within its blocks: no error.
  */
 #include <stdio.h>
@@ -147,6 +148,101 @@ int main(int argc, char **argv)
 	} else if (!strcmp(c, "snprintf")) {
 		say(c, "snprintf", p, 16, p + 16, __LINE__ + 1);
 		sink = (size_t)snprintf(p, 17, "%s", "0123456789abcdef");
+		sink += __LINE__;      /* a tail of its own: the call keeps its line */
+	} else if (!strcmp(c, "memcpy-write-under")) {
+		say(c, "memcpy", p, 16, p - 1, __LINE__ + 1);
+		memcpy(p - 1, big, 4);
+		sink += __LINE__;      /* a tail of its own: the call keeps its line */
+	} else if (!strcmp(c, "memmove-under")) {
+		say(c, "memmove", p, 16, p - 1, __LINE__ + 1);
+		memmove(p - 1, q, 4);
+		sink += __LINE__;      /* a tail of its own: the call keeps its line */
+	} else if (!strcmp(c, "memcmp-under")) {
+		say(c, "memcmp", q, 16, q - 1, __LINE__ + 1);
+		sink = (size_t)memcmp(q - 1, big, 4);
+		sink += __LINE__;      /* a tail of its own: the call keeps its line */
+	} else if (!strcmp(c, "memchr-under")) {
+		say(c, "memchr", q, 16, q - 1, __LINE__ + 1);
+		sink = (size_t)memchr(q - 1, 'z', 4);
+		sink += __LINE__;      /* a tail of its own: the call keeps its line */
+	} else if (!strcmp(c, "strlen-under")) {
+		say(c, "strlen", s, 8, s - 1, __LINE__ + 1);
+		sink = strlen(s - 1);
+		sink += __LINE__;      /* a tail of its own: the call keeps its line */
+	} else if (!strcmp(c, "strnlen-under")) {
+		say(c, "strnlen", s, 8, s - 1, __LINE__ + 1);
+		sink = strnlen(s - 1, 4);
+		sink += __LINE__;      /* a tail of its own: the call keeps its line */
+	} else if (!strcmp(c, "strcpy-src-under")) {
+		say(c, "strcpy", s, 8, s - 1, __LINE__ + 1);
+		strcpy(big, s - 1);
+		sink += __LINE__;      /* a tail of its own: the call keeps its line */
+	} else if (!strcmp(c, "strncpy-under")) {
+		say(c, "strncpy", p, 16, p - 1, __LINE__ + 1);
+		strncpy(p - 1, "xy", 4);
+		sink += __LINE__;      /* a tail of its own: the call keeps its line */
+	} else if (!strcmp(c, "strcat-under")) {
+		big[0] = 0;
+		say(c, "strcat", s, 8, s - 1, __LINE__ + 1);
+		strcat(big, s - 1);
+		sink += __LINE__;      /* a tail of its own: the call keeps its line */
+	} else if (!strcmp(c, "strncat-under")) {
+		big[0] = 0;
+		say(c, "strncat", s, 8, s - 1, __LINE__ + 1);
+		strncat(big, s - 1, 3);
+		sink += __LINE__;      /* a tail of its own: the call keeps its line */
+	} else if (!strcmp(c, "strcmp-under")) {
+		say(c, "strcmp", s, 8, s - 1, __LINE__ + 1);
+		sink = (size_t)strcmp(s - 1, "x");
+		sink += __LINE__;      /* a tail of its own: the call keeps its line */
+	} else if (!strcmp(c, "strncmp-under")) {
+		say(c, "strncmp", s, 8, s - 1, __LINE__ + 1);
+		sink = (size_t)strncmp(s - 1, "x", 3);
+		sink += __LINE__;      /* a tail of its own: the call keeps its line */
+	} else if (!strcmp(c, "strchr-under")) {
+		say(c, "strchr", s, 8, s - 1, __LINE__ + 1);
+		sink = (size_t)strchr(s - 1, 'g');
+		sink += __LINE__;      /* a tail of its own: the call keeps its line */
+	} else if (!strcmp(c, "strrchr-under")) {
+		say(c, "strrchr", s, 8, s - 1, __LINE__ + 1);
+		sink = (size_t)strrchr(s - 1, 'a');
+		sink += __LINE__;      /* a tail of its own: the call keeps its line */
+	} else if (!strcmp(c, "strdup-under")) {
+		say(c, "strdup", s, 8, s - 1, __LINE__ + 1);
+		sink = (size_t)strdup(s - 1);
+		sink += __LINE__;      /* a tail of its own: the call keeps its line */
+	} else if (!strcmp(c, "strndup-under")) {
+		say(c, "strndup", s, 8, s - 1, __LINE__ + 1);
+		sink = (size_t)strndup(s - 1, 3);
+		sink += __LINE__;      /* a tail of its own: the call keeps its line */
+	} else if (!strcmp(c, "read-under")) {
+		int fd = open("/dev/zero", O_RDONLY);
+		say(c, "read", p, 16, p - 1, __LINE__ + 1);
+		sink = (size_t)read(fd, p - 1, 4);
+		sink += __LINE__;      /* a tail of its own: the call keeps its line */
+	} else if (!strcmp(c, "write-under")) {
+		int fd = open("/dev/null", O_WRONLY);
+		say(c, "write", q, 16, q - 1, __LINE__ + 1);
+		sink = (size_t)write(fd, q - 1, 4);
+		sink += __LINE__;      /* a tail of its own: the call keeps its line */
+	} else if (!strcmp(c, "fread-under")) {
+		FILE *f = fopen("/dev/zero", "r");
+		say(c, "fread", p, 16, p - 1, __LINE__ + 1);
+		sink = fread(p - 1, 1, 4, f);
+		sink += __LINE__;      /* a tail of its own: the call keeps its line */
+	} else if (!strcmp(c, "fwrite-under")) {
+		FILE *f = fopen("/dev/null", "w");
+		say(c, "fwrite", q, 16, q - 1, __LINE__ + 1);
+		sink = fwrite(q - 1, 1, 4, f);
+		sink += __LINE__;      /* a tail of its own: the call keeps its line */
+	} else if (!strcmp(c, "fgets-under")) {
+		FILE *f = fopen("/dev/zero", "r");
+		say(c, "fgets", p, 16, p - 1, __LINE__ + 1);
+		sink = (size_t)fgets(p - 1, 4, f);
+		sink += __LINE__;      /* a tail of its own: the call keeps its line */
+	} else if (!strcmp(c, "snprintf-under")) {
+		say(c, "snprintf", p, 16, p - 1, __LINE__ + 1);
+		sink = (size_t)snprintf(p - 1, 4, "%s", "abc");
 		sink += __LINE__;      /* a tail of its own: the call keeps its line */
 	} else if (!strcmp(c, "clean")) {
 		char *volatile d = malloc(32);

@@ -1,0 +1,243 @@
+/*
+ * ulpt-watch's settings (options.inc, options.h): defaults, values by type, and
+ * ULPT_WATCH_OPTIONS, "name=value:name=value", where a value writes ':' and '\' as "\:" and
+ * "\\". The agent and the tool both use this file, so the two can never disagree on a value.
+ *
+ * SPDX-License-Identifier: MIT
+ */
+#include <stdio.h>
+#include <string.h>
+#include "options.h"
+#include "watchlib.h"
+
+const char *wl_mode_name(unsigned mode)
+{
+	return mode == WL_READ ? "r" : mode == WL_WRITE ? "w" : "rw";
+}
+
+int wl_parse_mode(const char *s, unsigned *mode)
+{
+	if (!strcmp(s, "r"))
+		*mode = WL_READ;
+	else if (!strcmp(s, "w"))
+		*mode = WL_WRITE;
+	else if (!strcmp(s, "rw"))
+		*mode = WL_RW;
+	else
+		return -1;
+	return 0;
+}
+
+/* One parser per type: 0, or -1 with what the value must be in *want. */
+static int parse_bool(const char *s, wl_opt_bool_t *v, const char **want)
+{
+	*want = "0 or 1";
+	if (strcmp(s, "0") && strcmp(s, "1"))
+		return -1;
+	*v = *s == '1';
+	return 0;
+}
+
+static int parse_mode(const char *s, wl_opt_mode_t *v, const char **want)
+{
+	*want = "r, w or rw";
+	return wl_parse_mode(s, v);
+}
+
+static int parse_align(const char *s, wl_opt_align_t *v, const char **want)
+{
+	unsigned long n = 0;
+
+	*want = "a power of two from 1 to 4096, or auto";
+	if (!strcmp(s, "auto")) {
+		*v = 0;
+		return 0;
+	}
+	if (!*s || strlen(s) > 4)
+		return -1;
+	for (const char *p = s; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -1;
+		n = n * 10 + (unsigned long)(*p - '0');
+	}
+	if (n < 1 || n > 4096 || (n & (n - 1)))
+		return -1;
+	*v = (unsigned)n;
+	return 0;
+}
+
+static int parse_redzone(const char *s, wl_opt_redzone_t *v, const char **want)
+{
+	*want = "line or exact";
+	if (strcmp(s, "line") && strcmp(s, "exact"))
+		return -1;
+	*v = !strcmp(s, "exact");
+	return 0;
+}
+
+static int parse_backend(const char *s, wl_opt_backend_t *v, const char **want)
+{
+	*want = "auto, ulpt or mprotect";
+	if (!strcmp(s, "auto"))
+		*v = 0;
+	else if (!strcmp(s, "ulpt"))
+		*v = 1;
+	else if (!strcmp(s, "mprotect"))
+		*v = 2;
+	else
+		return -1;
+	return 0;
+}
+
+static int parse_text(const char *s, wl_opt_text_t *v, const char **want)
+{
+	*want = "";
+	*v = s;
+	return 0;
+}
+
+/* And the value's text back (for the defaults in --help and for format): */
+static const char *show_bool(const wl_opt_bool_t *v) { return *v ? "1" : "0"; }
+static const char *show_mode(const wl_opt_mode_t *v) { return *v ? wl_mode_name(*v) : ""; }
+static const char *show_redzone(const wl_opt_redzone_t *v) { return *v ? "exact" : "line"; }
+static const char *show_text(const wl_opt_text_t *v) { return *v; }
+static const char *show_backend(const wl_opt_backend_t *v)
+{
+	return *v == 1 ? "ulpt" : *v == 2 ? "mprotect" : "auto";
+}
+static const char *show_align(const wl_opt_align_t *v)
+{
+	static const char pow[13][5] = { "1", "2", "4", "8", "16", "32", "64", "128", "256",
+					 "512", "1024", "2048", "4096" };
+	return *v ? pow[__builtin_ctz(*v)] : "auto";
+}
+
+void wl_options_defaults(struct wl_options *o)
+{
+	const char *want;
+
+	memset(o, 0, sizeof(*o));       /* heap's default, "", is no mode: 0 */
+#define WL_OPTION(name, type, def, meta, help) (void)parse_##type(def, &o->name, &want);
+#define WL_INTERNAL(name, type, def, help) (void)parse_##type(def, &o->name, &want);
+#include "options.inc"
+#undef WL_OPTION
+#undef WL_INTERNAL
+}
+
+int wl_option_set(struct wl_options *o, const char *name, size_t len, const char *value,
+		  const char *prefix, char *err, size_t errlen)
+{
+	const char *want = NULL;
+	char key[32];
+
+	if (len >= sizeof(key))
+		len = sizeof(key) - 1;
+	for (size_t i = 0; i < len; i++)
+		key[i] = name[i] == '-' ? '_' : name[i];
+	key[len] = 0;
+#define WL_OPTION(nm, type, def, meta, help) \
+	if (!strcmp(key, #nm)) { \
+		if (!parse_##type(value, &o->nm, &want)) { \
+			o->given |= 1u << WL_OPT_##nm; \
+			return 0; \
+		} \
+	} else
+#define WL_INTERNAL(nm, type, def, help) WL_OPTION(nm, type, def, NULL, help)
+#include "options.inc"
+#undef WL_OPTION
+#undef WL_INTERNAL
+	{
+		snprintf(err, errlen, "unknown option '%s%.*s'", prefix, (int)len, name);
+		return -1;
+	}
+	snprintf(err, errlen, "bad %s%.*s '%s' (%s)", prefix, (int)len, name, value, want);
+	return -1;
+}
+
+int wl_options_parse(struct wl_options *o, char *buf, char *err, size_t errlen)
+{
+	char *r = buf;
+
+	while (*r) {
+		char *item = r, *w = r, *eq = NULL;
+
+		/* One item, unescaped in place up to its unescaped ':'. */
+		for (; *r && *r != ':'; r++) {
+			if (*r == '\\' && (r[1] == ':' || r[1] == '\\'))
+				r++;
+			else if (*r == '=' && !eq)
+				eq = w;
+			*w++ = *r;
+		}
+		if (*r)
+			r++;
+		*w = 0;
+		if (w == item)
+			continue;               /* "a::b" or a trailing ':' */
+		if (!eq) {
+			snprintf(err, errlen, "'%s' is not name=value", item);
+			return -1;
+		}
+		if (wl_option_set(o, item, (size_t)(eq - item), eq + 1, "", err, errlen) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int wl_options_check(const struct wl_options *o, const char *prefix, char *err, size_t errlen)
+{
+	static const struct { unsigned bit; const char *name; } need_check[] = {
+		{ 1u << WL_OPT_precise, "precise" },
+		{ 1u << WL_OPT_align, "align" },
+		{ 1u << WL_OPT_redzone, "redzone" },
+	};
+
+	if (o->heap && o->check) {
+		snprintf(err, errlen, "choose one of %sheap and %scheck", prefix, prefix);
+		return -1;
+	}
+	for (size_t i = 0; i < sizeof(need_check) / sizeof(need_check[0]); i++)
+		if ((o->given & need_check[i].bit) && !o->check) {
+			snprintf(err, errlen, "%s%s works only with %scheck", prefix,
+				 need_check[i].name, prefix);
+			return -1;
+		}
+	return 0;
+}
+
+/* Appends s at *at (escaped when asked), keeping the count of what it needs. */
+static void put(char *buf, size_t n, size_t *at, const char *s, int escape)
+{
+	for (; *s; s++) {
+		if (escape && (*s == ':' || *s == '\\')) {
+			if (*at + 1 < n)
+				buf[*at] = '\\';
+			++*at;
+		}
+		if (*at + 1 < n)
+			buf[*at] = *s;
+		++*at;
+	}
+}
+
+size_t wl_options_format(const struct wl_options *o, char *buf, size_t n)
+{
+	struct wl_options d;
+	size_t at = 0;
+
+	wl_options_defaults(&d);
+#define WL_OPTION(nm, type, def, meta, help) \
+	if (strcmp(show_##type(&o->nm), show_##type(&d.nm))) { \
+		if (at) \
+			put(buf, n, &at, ":", 0); \
+		put(buf, n, &at, #nm "=", 0); \
+		put(buf, n, &at, show_##type(&o->nm), 1); \
+	}
+#define WL_INTERNAL(nm, type, def, help) WL_OPTION(nm, type, def, NULL, help)
+#include "options.inc"
+#undef WL_OPTION
+#undef WL_INTERNAL
+	if (n)
+		buf[at < n ? at : n - 1] = 0;
+	return at;
+}
