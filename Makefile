@@ -122,7 +122,7 @@ WL_CFLAGS := -O2 -g -Wall -Wextra -Werror -fPIC -Iwatchlib/include -Iwatchlib/sr
 WL_HDRS := $(wildcard watchlib/include/*.h watchlib/src/*.h watchlib/preload/*.h watchlib/preload/*.inc) libulpt/include/ulpt.h
 WL_OBJS := $(patsubst watchlib/src/%.c,$(WB)/%.o,$(wildcard watchlib/src/*.c))
 AGENT_OBJS := $(patsubst watchlib/preload/%.c,$(WB)/preload/%.o,$(wildcard watchlib/preload/*.c))
-WL_LIBS := -lunwind -ldw -lelf -lcapstone -ldl -lpthread
+WL_LIBS := -lunwind -ldw -lelf -ldl -lpthread
 # The fault path runs in libulpt's general-register-only entry stub (see watch.c).
 WL_CFLAGS_watch := -mgeneral-regs-only -fno-tree-loop-distribute-patterns
 WL_CFLAGS_fault := $(WL_CFLAGS_watch)

@@ -18,6 +18,10 @@
 #include <unistd.h>
 #include "agent.h"
 
+/* The agent's state (agent.h), shared by its files. */
+struct agent ag;
+__thread int in_agent __attribute__((tls_model("initial-exec")));
+
 #define MAX_SPECS 4096
 
 static int spec_ids[MAX_SPECS], nspecs;

@@ -1,14 +1,33 @@
 /*
  * The agent's fault handler. Built -mgeneral-regs-only: it runs in libulpt's entry stub that
  * saves no vector state, on every fault, so it must be cheap and must not call libc's string
- * functions. Error reports need much more (unwinding, symbols, stdio): they run in the
- * after-call of ULPT_PERMIT_STEP, where every register is saved (by libulpt on ULPT, by the
- * kernel for the SIGTRAP handler on mprotect).
+ * functions.
+ *
+ * One error report, in order (the whole pipeline; nothing else keeps its state):
+ *  1. The CPU delivers the denied access to libulpt's entry stub (libulpt/src/entry.S); its C
+ *     side (dispatch.c) makes the fault record and calls agent_fault (below). On the mprotect
+ *     backend the SIGSEGV handler (mprotect.c) does.
+ *  2. agent_fault sends faults in the heap arena to heap_fault, the rest to watchlib's
+ *     wl_handle_fault (the -w watches).
+ *  3. heap_fault decides with heap_classify: an access inside a live block is let through
+ *     (ULPT_PERMIT, counted as a false fault); an error is kept in this thread's `pending`
+ *     and the access is let through with ULPT_PERMIT_STEP. A later fault of the same
+ *     instruction (an RMW, a REP string) keeps the first error: one report.
+ *  4. Once the instruction has completed, libulpt calls agent_fault again with f->after set:
+ *     on ULPT from the after event (docs/spec.md R-RET-4) in a trampoline outside the handler,
+ *     on mprotect from its SIGTRAP handler; every register is saved there. agent_fault reports
+ *     the pending error (report.c: report_error, which unwinds, symbolises and may allocate)
+ *     and passes the call on to watchlib, whose own pending watch hit it ends.
+ * Errors found outside a fault (a bad free, a canary, a checked libc function's range: heap.c,
+ * strmem.c) call report_error directly.
  *
  * SPDX-License-Identifier: MIT
  */
 #define _GNU_SOURCE
 #include "agent.h"
+
+/* The error of the instruction being let through with ULPT_PERMIT_STEP (ip 0: none). */
+static __thread struct err pending __attribute__((tls_model("initial-exec")));
 
 /* The last heap read counted by this thread (see watch.c: a read-modify-write counts once). */
 static __thread struct {
@@ -191,18 +210,13 @@ static enum ulpt_action heap_fault_(struct ulpt_fault *f)
 		return ULPT_PERMIT;
 	}
 	hit();
-	/* Report after the instruction, in the signal context of the after-call. */
-	struct wl_pending *p = &wl_pending_;
-	if (p->ip == f->ip && p->owner == 2)
+	/* Report after the instruction, from the after-call (see the top). */
+	if (pending.ip == f->ip)
 		return ULPT_PERMIT_STEP;    /* the same instruction's second fault: one report */
-	p->ip = f->ip;
-	p->owner = 2;
-	p->start = heap_bad_byte(k, bid, s);
-	p->size = e - s;
-	p->kind = acc.writes ? WL_WRITE : WL_READ;
-	p->aux[0] = k;
-	p->aux[1] = bid;
-	p->aux[2] = (uint64_t)f->tid;
+	pending = (struct err){
+		.kind = k, .access = acc.writes ? WL_WRITE : WL_READ, .addr = heap_bad_byte(k, bid, s),
+		.size = e - s, .ip = f->ip, .tid = f->tid, .block = bid,
+	};
 	return ULPT_PERMIT_STEP;
 }
 
@@ -210,18 +224,12 @@ enum ulpt_action agent_fault(struct ulpt_fault *f, void *arg)
 {
 	(void)arg;
 	if (f->after) {
-		struct wl_pending *p = &wl_pending_;
-		if (p->ip && p->owner == 2) {
-			struct err e = {
-				.kind = (enum err_kind)p->aux[0], .access = p->kind, .addr = p->start,
-				.size = p->size, .ip = p->ip, .tid = (pid_t)p->aux[2],
-				.block = (uint32_t)p->aux[1],
-			};
-			p->ip = 0;
+		if (pending.ip == f->ip) {
+			struct err e = pending;
+			pending.ip = 0;
 			in_agent++;
 			report_error(&e);
 			in_agent--;
-			return ULPT_PERMIT;
 		}
 		return wl_handle_fault(f);
 	}

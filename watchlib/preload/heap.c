@@ -21,7 +21,8 @@
  * line, still gets one): small blocks use half the memory, but an underflow past the slack
  * into the previous block's bytes goes unseen.
  * With --check, freed blocks keep every line denied while they wait in a
- * quarantine (16 MiB, first in first out) before their slot is reused.
+ * quarantine (16 MiB, first in first out) before their slot is reused; the pages wholly
+ * inside their slots are given back meanwhile (drop_pages).
  *
  * On the mprotect backend a denied page cannot be handed to a system call (the kernel's copy
  * fails with EFAULT, where ULPT rights bind only the program's own accesses), so there --check
@@ -63,9 +64,6 @@ extern void __libc_free(void *);
 extern void *__libc_calloc(size_t, size_t);
 extern void *__libc_realloc(void *, size_t);
 extern void *__libc_memalign(size_t, size_t);
-
-struct agent ag;
-__thread int in_agent __attribute__((tls_model("initial-exec")));
 
 #define QUARANTINE_BYTES  (16u << 20)
 #define SMALL_SLOTS       1024          /* free lists by slot lines below this */
@@ -228,16 +226,26 @@ static uint32_t take_slot(uint32_t lines, uint32_t *first)
 	return lines;
 }
 
+/* A freed block's slot gives back the pages wholly inside it (the addresses stay reserved):
+ * in the quarantine its bytes are never read (every line is denied), and a reused slot's
+ * bytes are undefined, as malloc's are. Slots of less than a page keep theirs. */
+static void drop_pages(const struct blk *b)
+{
+	uintptr_t lo = (uintptr_t)ag.arena + ((uintptr_t)b->first_line << LINE_SHIFT);
+	uintptr_t hi = lo + ((uintptr_t)b->lines << LINE_SHIFT);
+
+	lo = (lo + 4095) & ~(uintptr_t)4095;
+	hi &= ~(uintptr_t)4095;
+	if (hi > lo)
+		madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
 static void give_slot(uint32_t id)
 {
 	struct blk *b = &ag.blocks[id];
 	unsigned k = b->lines < SMALL_SLOTS ? b->lines : SMALL_SLOTS;
 
 	b->state = BLK_NONE;
-	/* Large slots give their memory back; the addresses stay reserved. */
-	if (b->lines >= 64)
-		madvise(ag.arena + ((uintptr_t)b->first_line << LINE_SHIFT),
-			(uintptr_t)b->lines << LINE_SHIFT, MADV_DONTNEED);
 	b->next = h.free_slots[k];
 	h.free_slots[k] = id;
 }
@@ -513,9 +521,12 @@ static void heap_free(void *p, const char *why)
 	b->free_tid = (pid_t)syscall(SYS_gettid);
 	if (ag.heap == HEAP_WATCH) {
 		heap_set_lines(b->first_line, b->lines, 0);
+		if (b->lines >= 64)
+			drop_pages(b);      /* small ones are reused soon: keep their pages */
 		give_slot(id);
 	} else {
 		heap_set_lines(b->first_line, b->lines, ULPT_DENY_RW);
+		drop_pages(b);
 		b->next = 0;
 		if (h.q_tail)
 			ag.blocks[h.q_tail].next = id;

@@ -17,15 +17,17 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include "agent.h"
 
 #define MAX_FRAMES   16
-#define DEPOT_SLOTS  (1u << 20)
+#define DEPOT_SLOTS_MIN (1u << 12)  /* the hash table doubles from here, at half full */
 #define DEPOT_WORDS  (64u << 20)
 
 static struct {
 	volatile int lock;
 	uint32_t *slots;            /* hash -> offset into words (0: empty) */
+	uint32_t nslots, used;
 	uintptr_t *words;           /* [n, pc0, pc1, ...] */
 	uint32_t top;
 	Dwfl *dwfl;
@@ -44,40 +46,70 @@ static void unspin(volatile int *l)
 	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
 }
 
-static uint32_t depot_put(uintptr_t *pcs, int n)
+static uint64_t pcs_hash(const uintptr_t *pcs, int n)
 {
 	uint64_t hsh = 1469598103934665603ull;
-	uint32_t id = 0;
+
+	for (int i = 0; i < n; i++)
+		hsh = (hsh ^ pcs[i]) * 1099511628211ull;
+	return hsh;
+}
+
+/* The slot of the stack (pcs, n) in a table of nslots: its own, or the empty one for it. The
+ * table is at most half full, so there is one. */
+static uint32_t *depot_slot(uint32_t *slots, uint32_t nslots, const uintptr_t *pcs, int n)
+{
+	for (uint32_t i = (uint32_t)pcs_hash(pcs, n) & (nslots - 1);; i = (i + 1) & (nslots - 1)) {
+		uint32_t o = slots[i];
+		if (!o || (d.words[o] == (uintptr_t)n &&
+			   !memcmp(&d.words[o + 1], pcs, n * sizeof(*pcs))))
+			return &slots[i];
+	}
+}
+
+/* Doubles the table (its pages are touched at random: it starts small, so that a program
+ * with few allocation sites does not pay a large table in resident memory). */
+static int depot_grow(void)
+{
+	uint32_t n = d.nslots ? d.nslots * 2 : DEPOT_SLOTS_MIN;
+	uint32_t *t = wl_mem_reserve(n * sizeof(uint32_t));
+
+	if (!t)
+		return -1;
+	for (uint32_t i = 0; i < d.nslots; i++) {
+		uint32_t o = d.slots[i];
+		if (o)
+			*depot_slot(t, n, &d.words[o + 1], (int)d.words[o]) = o;
+	}
+	if (d.slots)
+		munmap(d.slots, d.nslots * sizeof(uint32_t));
+	d.slots = t;
+	d.nslots = n;
+	return 0;
+}
+
+static uint32_t depot_put(uintptr_t *pcs, int n)
+{
+	uint32_t id = 0, *slot;
 
 	if (n <= 0)
 		return 0;
-	for (int i = 0; i < n; i++)
-		hsh = (hsh ^ pcs[i]) * 1099511628211ull;
 	spin(&d.lock);
-	if (!d.slots) {
-		d.slots = wl_mem_reserve(DEPOT_SLOTS * sizeof(uint32_t));
+	if (!d.words) {
 		d.words = wl_mem_reserve(DEPOT_WORDS * sizeof(uintptr_t));
 		d.top = 1;
 	}
-	if (!d.slots || !d.words)
+	if (!d.words || ((d.used + 1) * 2 > d.nslots && depot_grow() < 0 && d.used + 1 >= d.nslots))
 		goto out;
-	for (uint32_t i = (uint32_t)hsh & (DEPOT_SLOTS - 1), probes = 0; probes < 64;
-	     i = (i + 1) & (DEPOT_SLOTS - 1), probes++) {
-		uint32_t o = d.slots[i];
-		if (!o) {
-			if (d.top + n + 1 > DEPOT_WORDS)
-				goto out;
-			d.words[d.top] = (uintptr_t)n;
-			memcpy(&d.words[d.top + 1], pcs, n * sizeof(*pcs));
-			d.slots[i] = d.top;
-			id = d.top;
-			d.top += n + 1;
-			goto out;
-		}
-		if (d.words[o] == (uintptr_t)n && !memcmp(&d.words[o + 1], pcs, n * sizeof(*pcs))) {
-			id = o;
-			goto out;
-		}
+	slot = depot_slot(d.slots, d.nslots, pcs, n);
+	if (*slot) {
+		id = *slot;
+	} else if (d.top + n + 1 <= DEPOT_WORDS) {
+		d.words[d.top] = (uintptr_t)n;
+		memcpy(&d.words[d.top + 1], pcs, n * sizeof(*pcs));
+		*slot = id = d.top;
+		d.top += n + 1;
+		d.used++;
 	}
 out:
 	unspin(&d.lock);

@@ -2,11 +2,15 @@
  * The access an instruction makes, for the mprotect backend: SIGSEGV gives the address but not
  * the size, and a read-modify-write looks like a write. Capstone decodes the instruction; its
  * memory comes from watchlib's allocator (the agent replaces the program's malloc).
+ * Capstone is loaded with dlopen when the mprotect backend needs it: the ULPT backend never
+ * does, and loading it costs some 4.5 MB of resident memory (its relocated tables), which
+ * would be most of the agent's own.
  *
  * SPDX-License-Identifier: MIT
  */
 #define _GNU_SOURCE
 #include <capstone/capstone.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -16,6 +20,30 @@
 
 static csh cs;
 static cs_insn *insn;
+
+/* Capstone's entry points, from the library this was built against (its soname). */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define CAPSTONE_SONAME "libcapstone.so." STR(CS_API_MAJOR)
+static struct {
+	__typeof__(cs_option) *option;
+	__typeof__(cs_open) *open;
+	__typeof__(cs_malloc) *malloc;
+	__typeof__(cs_disasm_iter) *disasm_iter;
+} cap;
+
+static int load_capstone(void)
+{
+	void *h = dlopen(CAPSTONE_SONAME, RTLD_NOW | RTLD_LOCAL);
+
+	if (!h)
+		return -1;
+	cap.option = (__typeof__(cap.option))dlsym(h, "cs_option");
+	cap.open = (__typeof__(cap.open))dlsym(h, "cs_open");
+	cap.malloc = (__typeof__(cap.malloc))dlsym(h, "cs_malloc");
+	cap.disasm_iter = (__typeof__(cap.disasm_iter))dlsym(h, "cs_disasm_iter");
+	return cap.option && cap.open && cap.malloc && cap.disasm_iter ? 0 : -1;
+}
 static int code_fd = -1;
 static volatile int lock;
 
@@ -33,11 +61,11 @@ int wl_decode_init(void)
 
 	if (insn)
 		return 0;
-	if (cs_option(0, CS_OPT_MEM, (size_t)&mem) != CS_ERR_OK ||
-	    cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
+	if (load_capstone() < 0 || cap.option(0, CS_OPT_MEM, (size_t)&mem) != CS_ERR_OK ||
+	    cap.open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
 		return -1;
-	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
-	insn = cs_malloc(cs);
+	cap.option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+	insn = cap.malloc(cs);
 	/* The code may be unreadable (execute-only, or rights we denied): read it as the kernel. */
 	code_fd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
 	if (!insn || code_fd < 0)
@@ -64,7 +92,7 @@ int wl_decode(uintptr_t ip, uintptr_t addr, struct wl_access *a)
 	left = (size_t)got;
 	while (__atomic_exchange_n(&lock, 1, __ATOMIC_ACQUIRE))
 		__builtin_ia32_pause();
-	if (cs_disasm_iter(cs, &c, &left, &pc, insn)) {
+	if (cap.disasm_iter(cs, &c, &left, &pc, insn)) {
 		const cs_x86 *x = &insn->detail->x86;
 		a->start = addr;
 		a->size = 0;

@@ -64,7 +64,19 @@ static struct {
 	uint64_t tsc_mul;           /* ns = tsc * tsc_mul >> 32 */
 } wl;
 
-__thread struct wl_pending wl_pending_ __attribute__((tls_model("initial-exec")));
+/* Per-thread state of the instruction being let through with ULPT_PERMIT_STEP (callback). */
+#define WL_PENDING_MAX 8
+static __thread struct {
+	uintptr_t ip;                   /* 0: nothing pending */
+	unsigned kind;                  /* WL_READ, or WL_WRITE once the instruction wrote */
+	uintptr_t start;
+	size_t size;
+	int n;
+	int ids[WL_PENDING_MAX];
+	uintptr_t vaddr[WL_PENDING_MAX];        /* watched bytes the access covers */
+	uint8_t vlen[WL_PENDING_MAX];
+	uint8_t old[WL_PENDING_MAX][WL_VALUE_MAX];
+} pending __attribute__((tls_model("initial-exec")));
 
 /* The last read counted by this thread, to undo when it turns out to be a read-modify-write. */
 static __thread struct {
@@ -456,7 +468,7 @@ static void value_range(int id, uintptr_t start, size_t size, uintptr_t *va, uin
 /* After the instruction: the new values, the counts, the program's callback. */
 static void after(struct ulpt_fault *f)
 {
-	struct wl_pending *p = &wl_pending_;
+	__typeof__(pending) *p = &pending;
 	wl_callback_t cb = wl.cb;
 
 	for (int k = 0; k < p->n; k++) {
@@ -490,7 +502,7 @@ enum ulpt_action wl_handle_fault(struct ulpt_fault *f)
 	unsigned kind;
 
 	if (f->after) {
-		if (wl_pending_.ip && wl_pending_.owner == 1)
+		if (pending.ip)
 			after(f);
 		return ULPT_PERMIT;
 	}
@@ -546,13 +558,12 @@ enum ulpt_action wl_handle_fault(struct ulpt_fault *f)
 			count(ids[k], kind, 1);
 	} else {
 		/* The callback wants the values, and runs after the instruction (see the top). */
-		struct wl_pending *p = &wl_pending_;
-		if (p->ip != f->ip || p->owner != 1) {
+		__typeof__(pending) *p = &pending;
+		if (p->ip != f->ip) {
 			p->n = 0;
 			p->kind = 0;
 		}
 		p->ip = f->ip;
-		p->owner = 1;
 		p->kind |= kind;
 		p->start = acc.start;
 		p->size = acc.size;

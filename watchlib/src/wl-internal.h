@@ -56,21 +56,5 @@ void wl_read_bytes(uintptr_t addr, void *buf, size_t n) WL_HIDDEN;
 /* A cheap clock for handler time: the TSC, converted with a rate measured at start. */
 uint64_t wl_now_ns(void) WL_HIDDEN;
 
-/* Per-thread state of the instruction being let through with ULPT_PERMIT_STEP. */
-#define WL_PENDING_MAX 8
-struct wl_pending {
-	uintptr_t ip;                   /* 0: nothing pending */
-	unsigned kind;                  /* WL_READ, or WL_WRITE once the instruction wrote */
-	int owner;                      /* 1: watchpoints, 2: the agent's heap */
-	uintptr_t start;
-	size_t size;
-	int n;
-	int ids[WL_PENDING_MAX];
-	uintptr_t vaddr[WL_PENDING_MAX];        /* watched bytes the access covers */
-	uint8_t vlen[WL_PENDING_MAX];
-	uint8_t old[WL_PENDING_MAX][WL_VALUE_MAX];
-	uint64_t aux[4];                /* for the owner */
-};
-extern __thread struct wl_pending wl_pending_ __attribute__((tls_model("initial-exec"))) WL_HIDDEN;
 
 #endif
