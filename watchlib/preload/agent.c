@@ -12,15 +12,33 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include "agent.h"
 
 /* The agent's state (agent.h), shared by its files. */
 struct agent ag;
 __thread int in_agent __attribute__((tls_model("initial-exec")));
+
+/* This thread's id, without a system call at every malloc and free: cached per thread, and
+ * forgotten in a forked child, whose id differs. */
+static __thread pid_t tid_cache __attribute__((tls_model("initial-exec")));
+
+static void forget_tid(void)
+{
+	tid_cache = 0;
+}
+
+pid_t agent_tid(void)
+{
+	if (!tid_cache)
+		tid_cache = (pid_t)syscall(SYS_gettid);
+	return tid_cache;
+}
 
 #define MAX_SPECS 4096
 
@@ -221,6 +239,7 @@ void agent_init(void)
 		return;
 	}
 	in_agent++;
+	pthread_atfork(NULL, NULL, forget_tid);
 	ag.pid = getpid();
 	ag.result_fd = -1;
 	read_options();

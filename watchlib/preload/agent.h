@@ -93,6 +93,7 @@ static inline uint32_t line_of(uintptr_t a)
 /* agent.c */
 void agent_init(void) WL_HIDDEN;
 void agent_write(const char *s, size_t n) WL_HIDDEN;       /* to the result file */
+pid_t agent_tid(void) WL_HIDDEN;                           /* gettid(), cached */
 const char *agent_watch_name(int id) WL_HIDDEN;            /* -v's name of a watch, or NULL */
 
 /* heap.c */

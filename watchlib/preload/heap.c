@@ -55,7 +55,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 #include "agent.h"
 
@@ -342,7 +341,7 @@ static void canary_report(uint32_t id, uintptr_t a, size_t n, const char *found)
 {
 	struct err e = {
 		.kind = ERR_OVERFLOW, .access = WL_WRITE, .addr = a, .size = n,
-		.tid = (pid_t)syscall(SYS_gettid), .block = id, .found = found,
+		.tid = agent_tid(), .block = id, .found = found,
 	};
 	in_agent++;
 	report_error(&e);
@@ -449,7 +448,7 @@ static void *heap_alloc(size_t size, size_t align, int zero)
 	}
 	struct blk *b = &ag.blocks[id];
 	*b = (struct blk){ .user = user, .size = size, .first_line = first, .lines = lines,
-			   .state = BLK_LIVE, .alloc_tid = (pid_t)syscall(SYS_gettid) };
+			   .state = BLK_LIVE, .alloc_tid = agent_tid() };
 	for (uint32_t l = first; l < first + lines; l++)
 		__atomic_store_n(&ag.owner[l], id, __ATOMIC_RELEASE);
 	/* calloc's zeroes are written while every line is open, then the rights go on. */
@@ -486,7 +485,7 @@ static void bad_free(enum err_kind kind, const void *p, uint32_t id)
 {
 	struct err e = {
 		.kind = kind, .access = 0, .addr = (uintptr_t)p, .size = 0,
-		.ip = (uintptr_t)__builtin_return_address(0), .tid = (pid_t)syscall(SYS_gettid),
+		.ip = (uintptr_t)__builtin_return_address(0), .tid = agent_tid(),
 		.block = id,
 	};
 	in_agent++;
@@ -518,7 +517,7 @@ static void heap_free(void *p, const char *why)
 	size_t dn = 0;
 	uintptr_t damage = canary_damage(b, &dn);
 	b->state = BLK_FREED;
-	b->free_tid = (pid_t)syscall(SYS_gettid);
+	b->free_tid = agent_tid();
 	if (ag.heap == HEAP_WATCH) {
 		heap_set_lines(b->first_line, b->lines, 0);
 		if (b->lines >= 64)

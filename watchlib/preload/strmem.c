@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 #include "agent.h"
 
@@ -70,7 +69,7 @@ static void check_range(uintptr_t s, size_t n, unsigned access, const char *fn, 
 		return;
 	struct err er = {
 		.kind = k, .access = access, .addr = heap_bad_byte(k, bid, s), .size = n,
-		.ip = ip, .tid = (pid_t)syscall(SYS_gettid), .block = bid, .fn = fn,
+		.ip = ip, .tid = agent_tid(), .block = bid, .fn = fn,
 	};
 	in_agent++;
 	report_error(&er);
