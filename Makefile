@@ -19,7 +19,7 @@ SUITES := $(wildcard tests/suites/*.sh tests/suites/*.py)
 # change rebuilds what includes it; -MP keeps a removed header from breaking the build.
 DEPFLAGS = -MMD -MP -MF $(@D)/.$(@F).d
 
-.PHONY: all deps qemu kernel initramfs libulpt watchlib run check check-qemu-bisect test bench bench-quick install clean
+.PHONY: all deps qemu kernel initramfs libulpt watchlib run check check-qemu-bisect check-real test bench bench-quick install clean
 all: qemu kernel initramfs libulpt watchlib
 
 # install-deps runs once, and again whenever it changes (it lists the packages): the stamp
@@ -181,6 +181,9 @@ check: qemu kernel
 # series stays bisectable. About one full QEMU build plus the rebuilds; not part of make test.
 check-qemu-bisect: | deps
 	@scripts/check-qemu-bisect
+# CPython's regression tests under ulpt-watch --check (minutes; not part of make test).
+check-real: all
+	@scripts/check-real
 
 test: all $(UNIT_BINS) $(BM_IMAGES)
 	@tests/tap-run --summary scripts/check $(UNIT_TESTS) $(UNIT_BINS) $(SUITES)
