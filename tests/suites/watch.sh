@@ -95,6 +95,11 @@ for b in far-overflow-4k far-overflow-64k far-underflow-64k pad-write-realloc; d
   r check-\$b --check -- '$progs/heapbugs' \$b
 done
 r padding-write --check -- '$progs/padding' write
+# Verdicts: the status after error reports (twofrees makes two), and at the first with halt.
+r exitcode-twofrees --check --error-exitcode=9 -- '$progs/twofrees'
+r exitcode-clean --check --error-exitcode=9 -- '$progs/clean'
+r halt-twofrees --check --halt-on-error -- '$progs/twofrees'
+r halt-exitcode --check --halt-on-error --error-exitcode=7 -- '$progs/twofrees'
 # The agent under a bare LD_PRELOAD, its settings in ULPT_WATCH_OPTIONS (no JSON: .res is the
 # result file when one is named).
 bare() {
@@ -109,6 +114,8 @@ bare bare-backend "backend=mprotect:check=1:result=\$o/bare-backend.res" '$progs
 bare bare-verbose "verbose=1:watches=a,$addr,4,w:names=watched\\:4" '$nopie'
 bare bare-follow-exec follow_exec=1 '$progs/execenv'
 bare bare-bad-value check=2 '$progs/exit3'
+bare bare-error-exitcode check=1:error_exitcode=5 '$progs/twofrees'
+bare bare-halt check=1:halt_on_error=1 '$progs/twofrees'
 bare bare-unknown no_such_option=1 '$progs/exit3'
 bare bare-conflict heap=w:check=1 '$progs/exit3'
 if [ "\$2" = guest ]; then
@@ -365,6 +372,18 @@ for env in host guest; do
     "rc == 0 and 'counts: ok' in out" "'ulpt-watch: watched:4: write of 4 bytes' in err"
   check $env bare-follow-exec "bare LD_PRELOAD, follow_exec=1: the agent stays in what the program executes" \
     "rc == 0 and 'libulpt-watch-agent.so' in out"
+  check $env exitcode-twofrees "--check --error-exitcode=9: two errors reported, exit status 9 (the program's is 0), in the report too" \
+    "rc == 9 and j['exit_status'] == 9 and len(E) == 2"
+  check $env exitcode-clean "--check --error-exitcode=9 on a correct program: its own status, 0, and its output" \
+    "rc == 0 and E == [] and 'clean: ok' in out"
+  check $env halt-twofrees "--check --halt-on-error: the program stops at its first error, status 1, the report written" \
+    "rc == 1 and len(E) == 1 and E[0]['kind'] == 'double-free'"
+  check $env halt-exitcode "--check --halt-on-error --error-exitcode=7: stops at the first error with status 7" \
+    "rc == 7 and len(E) == 1"
+  check $env bare-error-exitcode "bare LD_PRELOAD, check=1:error_exitcode=5: two errors on stderr, status 5" \
+    "rc == 5 and err.count('ERROR: ulpt-watch: double-free') == 2"
+  check $env bare-halt "bare LD_PRELOAD, check=1:halt_on_error=1: one error on stderr, status 1" \
+    "rc == 1 and err.count('ERROR: ulpt-watch: double-free') == 1"
   for b in bad-value:"check=2 (a switch takes 0 or 1)" unknown:"an unknown name" conflict:"heap and check together"; do
     check $env bare-${b%%:*} "bare LD_PRELOAD, ULPT_WATCH_OPTIONS with ${b#*:}: one line on stderr, exit status 2, the program never runs" \
       "rc == 2 and len(err.splitlines()) == 1 and err.startswith('ulpt-watch agent: ULPT_WATCH_OPTIONS: ')" "out == ''"

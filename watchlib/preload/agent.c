@@ -25,12 +25,13 @@ struct agent ag;
 __thread int in_agent __attribute__((tls_model("initial-exec")));
 
 /* This thread's id, without a system call at every malloc and free: cached per thread, and
- * forgotten in a forked child, whose id differs. */
+ * forgotten in a forked child, whose id differs (and whose error count starts at 0). */
 static __thread pid_t tid_cache __attribute__((tls_model("initial-exec")));
 
 static void forget_tid(void)
 {
 	tid_cache = 0;
+	ag.errors = 0;              /* the child's own verdict (error_exitcode) */
 }
 
 pid_t agent_tid(void)
@@ -297,17 +298,13 @@ static void agent_start(void)
 	}
 }
 
-__attribute__((destructor))
-static void agent_end(void)
+/* The result records (watchlib/cli/ulpt-watch.c reads them): at exit, or at a halt. */
+static void write_results(void)
 {
 	char line[256];
 	struct wl_stats st;
 	int n;
 
-	if (!ag.ready || getpid() != ag.pid)
-		return;
-	if (ag.heap == HEAP_CHECK)
-		heap_check_canaries();
 	in_agent++;
 	wl_get_stats(&st);
 	n = snprintf(line, sizeof(line), "backend\t%s\n", ulpt_backend_name(ulpt_backend()));
@@ -334,4 +331,39 @@ static void agent_end(void)
 		     (unsigned long long)(st.handler_ns + ag.handler_ns));
 	agent_write(line, (size_t)n);
 	in_agent--;
+}
+
+/*
+ * halt_on_error: after the first report the process ends at once, as ASan's does, with the
+ * status error_exitcode gives (1 without it); the results are written first, but the
+ * program's stdio buffers are not flushed (its state is whatever the bad access left).
+ */
+void agent_halt(void)
+{
+	if (!opts.halt_on_error)
+		return;
+	if (getpid() == ag.pid)
+		write_results();
+	_exit(opts.error_exitcode ? (int)opts.error_exitcode : 1);
+}
+
+/*
+ * At exit: the canaries of the live blocks, the results, then error_exitcode, as memcheck's
+ * --error-exitcode: a process (a forked child too) that reported an error ends with that
+ * status instead of the program's, after stdio's buffers are flushed. A process that ends by
+ * _exit or a signal runs none of this.
+ */
+__attribute__((destructor))
+static void agent_end(void)
+{
+	if (!ag.ready)
+		return;
+	if (ag.heap == HEAP_CHECK)
+		heap_check_canaries();
+	if (getpid() == ag.pid)
+		write_results();
+	if (opts.error_exitcode && __atomic_load_n(&ag.errors, __ATOMIC_RELAXED)) {
+		fflush(NULL);
+		_exit((int)opts.error_exitcode);
+	}
 }

@@ -94,6 +94,7 @@ static inline uint32_t line_of(uintptr_t a)
 void agent_init(void) WL_HIDDEN;
 void agent_write(const char *s, size_t n) WL_HIDDEN;       /* to the result file */
 pid_t agent_tid(void) WL_HIDDEN;                           /* gettid(), cached */
+void agent_halt(void) WL_HIDDEN;        /* after a report: ends the process if halt_on_error */
 const char *agent_watch_name(int id) WL_HIDDEN;            /* -v's name of a watch, or NULL */
 
 /* heap.c */

@@ -46,21 +46,42 @@ static int parse_mode(const char *s, wl_opt_mode_t *v, const char **want)
 
 static int parse_align(const char *s, wl_opt_align_t *v, const char **want)
 {
-	unsigned long n = 0;
+	unsigned long n;
 
 	*want = "a power of two from 1 to 4096, or auto";
 	if (!strcmp(s, "auto")) {
 		*v = 0;
 		return 0;
 	}
-	if (!*s || strlen(s) > 4)
+	for (n = 0; *s >= '0' && *s <= '9' && n <= 4096; s++)
+		n = n * 10 + (unsigned long)(*s - '0');
+	if (*s || n < 1 || n > 4096 || (n & (n - 1)))
+		return -1;
+	*v = (unsigned)n;
+	return 0;
+}
+
+/* A decimal number 0..max (no sign, no blanks), or -1. */
+static long decimal(const char *s, long max)
+{
+	long n = 0;
+
+	if (!*s || strlen(s) > 6)
 		return -1;
 	for (const char *p = s; *p; p++) {
 		if (*p < '0' || *p > '9')
 			return -1;
-		n = n * 10 + (unsigned long)(*p - '0');
+		n = n * 10 + (*p - '0');
 	}
-	if (n < 1 || n > 4096 || (n & (n - 1)))
+	return n <= max ? n : -1;
+}
+
+static int parse_exitcode(const char *s, wl_opt_exitcode_t *v, const char **want)
+{
+	long n = decimal(s, 255);
+
+	*want = "an exit status from 0 to 255";
+	if (n < 0)
 		return -1;
 	*v = (unsigned)n;
 	return 0;
@@ -98,6 +119,15 @@ static int parse_text(const char *s, wl_opt_text_t *v, const char **want)
 
 /* And the value's text back (for the defaults in --help and for format): */
 static const char *show_bool(const wl_opt_bool_t *v) { return *v ? "1" : "0"; }
+static const char *show_exitcode(const wl_opt_exitcode_t *v)
+{
+	static char buf[4][4];          /* format() shows two values at once: its own and d's */
+	static unsigned k;
+	char *b = buf[k++ & 3];
+
+	snprintf(b, sizeof(buf[0]), "%u", *v & 255);
+	return b;
+}
 static const char *show_mode(const wl_opt_mode_t *v) { return *v ? wl_mode_name(*v) : ""; }
 static const char *show_redzone(const wl_opt_redzone_t *v) { return *v ? "exact" : "line"; }
 static const char *show_text(const wl_opt_text_t *v) { return *v; }

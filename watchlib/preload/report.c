@@ -351,6 +351,7 @@ void report_error(struct err *e)
 	}
 	agent_write(rec.buf, rec.n);
 	unspin(&lock);
+	agent_halt();               /* halt_on_error: this was the first */
 }
 
 /* -v: one line per watchpoint hit. */
