@@ -100,6 +100,8 @@ r exitcode-twofrees --check --error-exitcode=9 -- '$progs/twofrees'
 r exitcode-clean --check --error-exitcode=9 -- '$progs/clean'
 r halt-twofrees --check --halt-on-error -- '$progs/twofrees'
 r halt-exitcode --check --halt-on-error --error-exitcode=7 -- '$progs/twofrees'
+rm -f "\$o"/log-*.txt "\$o"/bare-log-*.txt
+r logfile --check --error-exitcode=3 --log-file="\$o/log-%p.txt" -- '$progs/forkbug'
 # The agent under a bare LD_PRELOAD, its settings in ULPT_WATCH_OPTIONS (no JSON: .res is the
 # result file when one is named).
 bare() {
@@ -116,6 +118,8 @@ bare bare-follow-exec follow_exec=1 '$progs/execenv'
 bare bare-bad-value check=2 '$progs/exit3'
 bare bare-error-exitcode check=1:error_exitcode=5 '$progs/twofrees'
 bare bare-halt check=1:halt_on_error=1 '$progs/twofrees'
+bare bare-log "check=1:log_file=\$o/bare-log-%p.txt" '$progs/forkbug'
+bare bare-log-bad check=1:log_file=/nonexistent/dir/log '$progs/exit3'
 bare bare-unknown no_such_option=1 '$progs/exit3'
 bare bare-conflict heap=w:check=1 '$progs/exit3'
 if [ "\$2" = guest ]; then
@@ -152,7 +156,7 @@ EOF
 # errors E, heap H), its exit status rc, stdout out and stderr err; B is heapbugs' (or
 # strbugs') line.
 cat > "$d/check.py" <<'EOF'
-import json, re, sys
+import glob, json, os, re, sys
 base, exprs = sys.argv[1], sys.argv[2:]
 def text(ext):
     try:
@@ -163,6 +167,11 @@ def text(ext):
 out, err = text('.out'), text('.err')
 rc = int(text('.rc').strip() or -1)
 res = text('.res')               # a bare run's result file
+def logs(prefix):                # the log files PREFIX-PID.txt next to the run's: {pid: text}
+    return {int(re.search(r'-(\d+)\.txt$', f)[1]): open(f, errors='replace').read()
+            for f in glob.glob(os.path.join(os.path.dirname(base), prefix + '-*.txt'))}
+fk = re.search(r'forkbug: parent (\d+) child (\d+) status (-?\d+)', out)
+FK = fk and dict(parent=int(fk[1]), child=int(fk[2]), status=int(fk[3]))
 try:
     j = {} if base.split('/')[-1].startswith('bare-') else json.loads(text('.json'))
     if not isinstance(j, dict):
@@ -380,6 +389,14 @@ for env in host guest; do
     "rc == 1 and len(E) == 1 and E[0]['kind'] == 'double-free'"
   check $env halt-exitcode "--check --halt-on-error --error-exitcode=7: stops at the first error with status 7" \
     "rc == 7 and len(E) == 1"
+  check $env logfile "--check --log-file=DIR/log-%p.txt --error-exitcode=3 on a program that forks: parent and child each write their own error to their own file, none on stderr; both exit 3" \
+    "FK is not None and rc == 3 and FK['status'] == 3" "sorted(logs('log')) == sorted([FK['parent'], FK['child']])" \
+    "all(t.count('ERROR: ulpt-watch: heap-overflow') == 1 for t in logs('log').values())" \
+    "'ERROR:' not in err and len(E) == 1"
+  check $env bare-log "bare LD_PRELOAD, log_file=DIR/bare-log-%p.txt: each process's error in its own file" \
+    "FK is not None and rc == 0" "sorted(logs('bare-log')) == sorted([FK['parent'], FK['child']])" "'ERROR:' not in err"
+  check $env bare-log-bad "bare LD_PRELOAD, a log_file that cannot be opened: one line, exit status 2" \
+    "rc == 2 and len(err.splitlines()) == 1 and 'cannot open the log file' in err"
   check $env bare-error-exitcode "bare LD_PRELOAD, check=1:error_exitcode=5: two errors on stderr, status 5" \
     "rc == 5 and err.count('ERROR: ulpt-watch: double-free') == 2"
   check $env bare-halt "bare LD_PRELOAD, check=1:halt_on_error=1: one error on stderr, status 1" \

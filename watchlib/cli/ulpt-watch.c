@@ -485,6 +485,14 @@ int main(int argc, char **argv)
 	agent = find_agent();
 	watches_env(&opt, &specs, &names);
 	result_path = make_result_file();
+	if (*opt.set.log_file) {
+		/* The agent opens it in each process (%p: its pid); its directory must take it. */
+		char *dir = xstrdup(opt.set.log_file), *slash = strrchr(dir, '/');
+		const char *d = slash ? (slash == dir ? "/" : (*slash = 0, dir)) : ".";
+		if (access(d, W_OK | X_OK))
+			die("cannot write the log file %s: %s", opt.set.log_file, strerror(errno));
+		free(dir);
+	}
 	if (opt.json) {
 		json = fopen(opt.json, "we");
 		if (!json)

@@ -21,17 +21,28 @@
 #include "agent.h"
 
 /* The agent's state (agent.h), shared by its files. */
-struct agent ag;
+struct agent ag = { .result_fd = -1, .log_fd = -1 };
 __thread int in_agent __attribute__((tls_model("initial-exec")));
+
+/* The options, parsed from a copy of ULPT_WATCH_OPTIONS (the program may change its
+ * environment): the text values point into it. */
+static struct wl_options opts;
 
 /* This thread's id, without a system call at every malloc and free: cached per thread, and
  * forgotten in a forked child, whose id differs (and whose error count starts at 0). */
 static __thread pid_t tid_cache __attribute__((tls_model("initial-exec")));
 
+static int open_log(void);
+
 static void forget_tid(void)
 {
 	tid_cache = 0;
 	ag.errors = 0;              /* the child's own verdict (error_exitcode) */
+	if (strstr(opts.log_file, "%p")) {
+		close(ag.log_fd);
+		ag.log_fd = -1;
+		open_log();             /* its own file (on failure its reports go to stderr) */
+	}
 }
 
 pid_t agent_tid(void)
@@ -40,6 +51,7 @@ pid_t agent_tid(void)
 		tid_cache = (pid_t)syscall(SYS_gettid);
 	return tid_cache;
 }
+
 
 #define MAX_SPECS 4096
 
@@ -66,7 +78,7 @@ static void say(const char *msg)
 {
 	char buf[512];
 	int n = snprintf(buf, sizeof(buf), "ulpt-watch agent: %s\n", msg);
-	if (n > 0 && write(2, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1) < 0) {
+	if (n > 0 && write(agent_err_fd(), buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1) < 0) {
 		/* stderr is gone */
 	}
 }
@@ -78,9 +90,6 @@ static int main_base_cb(struct dl_phdr_info *info, size_t size, void *data)
 	return 1;                   /* the first object is the program */
 }
 
-/* The options, parsed from a copy of ULPT_WATCH_OPTIONS (the program may change its
- * environment): the text values point into it. */
-static struct wl_options opts;
 
 static void add_watches(const char *specs)
 {
@@ -204,6 +213,32 @@ static void drop_from_preload(void)
 	}
 }
 
+/* Where reports go: log_file's descriptor, or stderr. */
+int agent_err_fd(void)
+{
+	return ag.log_fd >= 0 ? ag.log_fd : 2;
+}
+
+/* log_file, with each %p replaced by the process id (as Valgrind's --log-file): appended to,
+ * so that reports of several runs and of a process's children are kept. */
+static int open_log(void)
+{
+	char path[4096];
+	size_t n = 0;
+
+	for (const char *p = opts.log_file; *p && n < sizeof(path) - 24; p++) {
+		if (p[0] == '%' && p[1] == 'p') {
+			n += (size_t)snprintf(path + n, sizeof(path) - n, "%d", (int)getpid());
+			p++;
+		} else {
+			path[n++] = *p;
+		}
+	}
+	path[n] = 0;
+	ag.log_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	return ag.log_fd;
+}
+
 /* ULPT_WATCH_OPTIONS into opts: a bad value ends the program, as a bad option of the tool. */
 static void read_options(void)
 {
@@ -233,17 +268,25 @@ void agent_init(void)
 	int expect = 0;
 	int r;
 
+	in_agent++;         /* before the claim, as decide() does (heap.c) */
 	if (!__atomic_compare_exchange_n(&init_state, &expect, 1, 0, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE)) {
+		in_agent--;
 		while (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2)
 			__builtin_ia32_pause();
 		return;
 	}
-	in_agent++;
 	pthread_atfork(NULL, NULL, forget_tid);
 	ag.pid = getpid();
 	ag.result_fd = -1;
 	read_options();
+	if (*opts.log_file && open_log() < 0) {
+		char msg[300];
+		snprintf(msg, sizeof(msg), "cannot open the log file %s: %s", opts.log_file,
+			 strerror(errno));
+		say(msg);
+		_exit(2);
+	}
 	if (*opts.result)
 		ag.result_fd = open(opts.result, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 	ag.verbose = opts.verbose;

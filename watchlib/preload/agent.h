@@ -56,6 +56,7 @@ struct agent {
 	int precise;                /* --precise: lines holding bytes outside a block are denied */
 	int verbose;
 	int result_fd;
+	int log_fd;                 /* log_file, or -1 (reports to stderr) */
 	pid_t pid;                  /* the process that writes the results */
 	char *arena;
 	uint32_t *owner;            /* per arena line: block id, 0 for none */
@@ -94,7 +95,8 @@ static inline uint32_t line_of(uintptr_t a)
 void agent_init(void) WL_HIDDEN;
 void agent_write(const char *s, size_t n) WL_HIDDEN;       /* to the result file */
 pid_t agent_tid(void) WL_HIDDEN;                           /* gettid(), cached */
-void agent_halt(void) WL_HIDDEN;        /* after a report: ends the process if halt_on_error */
+void agent_halt(void) WL_HIDDEN;
+int agent_err_fd(void) WL_HIDDEN;       /* where reports go: the log file or stderr */        /* after a report: ends the process if halt_on_error */
 const char *agent_watch_name(int id) WL_HIDDEN;            /* -v's name of a watch, or NULL */
 
 /* heap.c */

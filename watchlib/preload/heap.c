@@ -103,14 +103,19 @@ static void decide(void)
 
 	if (__atomic_load_n(&h.state, __ATOMIC_ACQUIRE) == 2)
 		return;
+	/* In the agent from before the claim: a signal handler that allocates while this thread
+	 * decides gets the agent's memory, instead of waiting for itself below. */
+	in_agent++;
 	if (!__atomic_compare_exchange_n(&h.state, &expect, 1, 0, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE)) {
+		in_agent--;
 		while (__atomic_load_n(&h.state, __ATOMIC_ACQUIRE) != 2)
 			__builtin_ia32_pause();
 		return;
 	}
 	agent_init();
 	__atomic_store_n(&h.state, 2, __ATOMIC_RELEASE);
+	in_agent--;
 }
 
 void heap_init(void)
@@ -152,7 +157,7 @@ static void degrade(void)
 	static const char msg[] = "ulpt-watch agent: the mprotect backend is out of mappings "
 				  "(vm.max_map_count): blocks allocated from now on are not checked\n";
 
-	if (!h.degraded && write(2, msg, sizeof(msg) - 1) < 0) {
+	if (!h.degraded && write(agent_err_fd(), msg, sizeof(msg) - 1) < 0) {
 		/* stderr is gone */
 	}
 	h.degraded = 1;

@@ -346,7 +346,7 @@ void report_error(struct err *e)
 	}
 	put(&human, "\n");
 	put(&rec, "end\n");
-	if (write(2, human.buf, human.n) < 0) {
+	if (write(agent_err_fd(), human.buf, human.n) < 0) {
 		/* nothing to do: stderr is gone */
 	}
 	agent_write(rec.buf, rec.n);
@@ -395,7 +395,7 @@ void report_hit(const struct wl_hit *h, void *arg)
 			put(&o, "%02x", h->new_value[i]);
 	}
 	put(&o, ", by %s (%s) thread %d\n", fn, loc, (int)h->tid);
-	if (write(2, o.buf, o.n) < 0) {
+	if (write(agent_err_fd(), o.buf, o.n) < 0) {
 		/* stderr is gone */
 	}
 }

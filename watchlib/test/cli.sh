@@ -170,6 +170,7 @@ bad "--json file cannot be written" --json "$T/no/dir/out.json" -- "$P"
 bad "--precise without --check" --precise -- "$P"
 bad "--check with a value that is not 0 or 1" --check=yes -- "$P"
 bad "unknown option" --no-such-option -- "$P"
+bad "--log-file in a directory that does not exist" --log-file="$T/no/dir/log" -- "$P"
 bad "--error-exitcode above 255" --check --error-exitcode=256 -- "$P"
 bad "--error-exitcode not a number" --check --error-exitcode=x -- "$P"
 bad "--halt-on-error with a value other than 0 or 1" --check --halt-on-error=yes -- "$P"
@@ -214,7 +215,7 @@ for c in "--heap|heap=w" "--heap=rw|heap=rw" "--heap=r|heap=r" "--check|check=1"
 	 "--check --redzone=exact|redzone=exact" "-v|verbose=1" "--verbose|verbose=1" \
 	 "--follow-exec|follow_exec=1" "--backend mprotect|backend=mprotect" "--backend=ulpt|backend=ulpt" \
 	 "--check --error-exitcode=3|error_exitcode=3" "--check --error-exitcode 255|error_exitcode=255" \
-	 "--check --halt-on-error|halt_on_error=1"; do
+	 "--check --halt-on-error|halt_on_error=1" "--log-file=$T/log.%p|log_file=$T/log.%p"; do
 	args=${c%|*} kv=${c#*|}
 	# shellcheck disable=SC2086
 	run $args -- "$P"
