@@ -17,6 +17,9 @@
 #   dlopens    --check on dlopen of libraries (the loader's unreplaceable string routines)
 #   clean      --check on a correct program doing tricky things: no error, status 0, output kept
 #   sigmalloc  --check on a program that allocates in a signal handler: no deadlock, no error
+#   mismatch   --check: each release by the wrong family (malloc, new, new[] against free,
+#              delete, delete[]) reported once with both stacks; every new/delete variant used
+#              rightly, no error
 #   ownsegv    a program installing its own SIGSEGV and SIGTRAP handlers after the agent started
 #              (also under -v, whose after-calls must not reach its SIGTRAP handler)
 #   threads    4 threads on watched ints of one line, in the guest (2 vCPUs): exact counts
@@ -57,6 +60,9 @@ strncpy-under strcat-under strncat-under strcmp-under strncmp-under strchr-under
 strdup-under strndup-under read-under write-under fread-under fwrite-under fgets-under snprintf-under"
 strcases=$(echo $strcases)
 
+# mismatch: a release by the wrong family (malloc/new/new[] against free/delete/delete[]).
+mmcases="malloc-delete malloc-delete-array new-free new-delete-array new-array-delete new-array-free"
+
 # dlopens: libraries the build and the benchmarks need anyway (so present wherever this runs).
 dllibs="libunwind.so.8 libdw.so.1 libelf.so.1 libcapstone.so.4 libjson-c.so.5 libz.so.1 liblzma.so.5
 libsqlite3.so.0 libffi.so.8 libexpat.so.1 libbz2.so.1.0 libglib-2.0.so.0 libpixman-1.so.0 libm.so.6"
@@ -95,6 +101,9 @@ for b in far-overflow-4k far-overflow-64k far-underflow-64k pad-write-realloc; d
   r check-\$b --check -- '$progs/heapbugs' \$b
 done
 r padding-write --check -- '$progs/padding' write
+for c in $mmcases variants; do
+  r mismatch-\$c --check -- '$progs/mismatch' \$c
+done
 # Verdicts: the status after error reports (twofrees makes two), and at the first with halt.
 r exitcode-twofrees --check --error-exitcode=9 -- '$progs/twofrees'
 r exitcode-clean --check --error-exitcode=9 -- '$progs/clean'
@@ -170,6 +179,8 @@ res = text('.res')               # a bare run's result file
 def logs(prefix):                # the log files PREFIX-PID.txt next to the run's: {pid: text}
     return {int(re.search(r'-(\d+)\.txt$', f)[1]): open(f, errors='replace').read()
             for f in glob.glob(os.path.join(os.path.dirname(base), prefix + '-*.txt'))}
+mm = re.search(r'mismatch: \S+ block=(\S+) pair=(\S+)/(\S+)', err)
+MM = mm and dict(block=int(mm[1], 16), pair=('%s vs %s' % (mm[2], mm[3])).replace('_', ' '))
 fk = re.search(r'forkbug: parent (\d+) child (\d+) status (-?\d+)', out)
 FK = fk and dict(parent=int(fk[1]), child=int(fk[2]), status=int(fk[3]))
 try:
@@ -381,6 +392,15 @@ for env in host guest; do
     "rc == 0 and 'counts: ok' in out" "'ulpt-watch: watched:4: write of 4 bytes' in err"
   check $env bare-follow-exec "bare LD_PRELOAD, follow_exec=1: the agent stays in what the program executes" \
     "rc == 0 and 'libulpt-watch-agent.so' in out"
+  for c in $mmcases; do
+    check $env mismatch-$c "--check: $c: one alloc-dealloc-mismatch at the block, ASan's pair of names, both stacks in main" \
+      "rc == 0 and len(E) == 1" "MM is not None" "E[0]['kind'] == 'alloc-dealloc-mismatch' and E[0]['access'] == 'free'" \
+      "h(E[0]['address']) == MM['block'] and h(E[0]['block']['address']) == MM['block']" \
+      "('alloc-dealloc-mismatch (%s)' % MM['pair']) in err" \
+      "fns(E[0]['backtrace'])[:1] == ['main'] and 'main' in fns(E[0]['allocated'])"
+  done
+  check $env mismatch-variants "--check: every operator new and delete variant (plain, array, nothrow, aligned, sized) used rightly: no error, aligned blocks" \
+    "rc == 0 and E == [] and 'errors' in j" "'mismatch: variants ok' in out and 'misaligned' not in err"
   check $env exitcode-twofrees "--check --error-exitcode=9: two errors reported, exit status 9 (the program's is 0), in the report too" \
     "rc == 9 and j['exit_status'] == 9 and len(E) == 2"
   check $env exitcode-clean "--check --error-exitcode=9 on a correct program: its own status, 0, and its output" \

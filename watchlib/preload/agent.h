@@ -36,6 +36,10 @@ enum heap_mode { HEAP_OFF, HEAP_WATCH, HEAP_CHECK };
 
 enum blk_state { BLK_NONE, BLK_LIVE, BLK_FREED };
 
+/* The allocating family, which must match the releasing one (cxx.c): malloc (and calloc,
+ * realloc, memalign...) with free, new with delete, new[] with delete[]. */
+enum alloc_how { HOW_MALLOC, HOW_NEW, HOW_NEW_ARRAY };
+
 struct blk {
 	uintptr_t user;             /* the pointer the program got */
 	size_t size;                /* what it asked for */
@@ -45,6 +49,7 @@ struct blk {
 	pid_t alloc_tid, free_tid;
 	uint8_t state;
 	uint8_t overflowed;         /* an overflow of it was reported: its canary says no more */
+	uint8_t how;                /* enum alloc_how: what allocated it */
 	uint32_t next;              /* quarantine and free-list link */
 };
 
@@ -102,6 +107,11 @@ const char *agent_watch_name(int id) WL_HIDDEN;            /* -v's name of a wat
 /* heap.c */
 void heap_init(void) WL_HIDDEN;
 void heap_set_lines(uint32_t first, uint32_t n, unsigned deny) WL_HIDDEN;
+/* For C++'s operators (cxx.c): whether the agent serves allocations now (else they go to
+ * libstdc++'s own operators), an allocation of a family, and its release by one. */
+int heap_serves(void) WL_HIDDEN;
+void *heap_new(size_t n, size_t align, enum alloc_how how) WL_HIDDEN;
+void heap_delete(void *p, enum alloc_how how) WL_HIDDEN;
 
 /* fault.c */
 enum ulpt_action agent_fault(struct ulpt_fault *f, void *arg) WL_HIDDEN;
@@ -109,7 +119,7 @@ enum ulpt_action agent_fault(struct ulpt_fault *f, void *arg) WL_HIDDEN;
 void strmem_init(void) WL_HIDDEN;
 
 /* report.c: error kinds, and what the after-call of an error does. */
-enum err_kind { ERR_OVERFLOW = 1, ERR_UAF, ERR_DOUBLE_FREE, ERR_INVALID_FREE };
+enum err_kind { ERR_OVERFLOW = 1, ERR_UAF, ERR_DOUBLE_FREE, ERR_INVALID_FREE, ERR_MISMATCH };
 struct err {
 	enum err_kind kind;
 	unsigned access;            /* WL_READ, WL_WRITE, or 0 for a free */
@@ -120,6 +130,7 @@ struct err {
 	uint32_t block;             /* 0: none */
 	const char *found;          /* NULL: at the access; "free", "realloc", "exit": by the canary */
 	const char *fn;             /* the libc function the range was given to (strmem.c), or NULL */
+	const char *pair;           /* a mismatch's "malloc vs operator delete", or NULL */
 };
 /* fault.c: the error of an access [s, e) (0: none; ip is the instruction, 0 for a range given
  * to a libc function; reads_only allows libc's chunked reads) and the address to report. */

@@ -52,6 +52,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -385,7 +386,7 @@ static uint32_t rz_lines(size_t need)
 	return 16;
 }
 
-static void *heap_alloc(size_t size, size_t align, int zero)
+static void *heap_alloc(size_t size, size_t align, int zero, enum alloc_how how)
 {
 	uint32_t id, first, lines, rz, z = 1, tail = 0;
 	size_t need, a;
@@ -453,7 +454,7 @@ static void *heap_alloc(size_t size, size_t align, int zero)
 	}
 	struct blk *b = &ag.blocks[id];
 	*b = (struct blk){ .user = user, .size = size, .first_line = first, .lines = lines,
-			   .state = BLK_LIVE, .alloc_tid = agent_tid() };
+			   .state = BLK_LIVE, .alloc_tid = agent_tid(), .how = (uint8_t)how };
 	for (uint32_t l = first; l < first + lines; l++)
 		__atomic_store_n(&ag.owner[l], id, __ATOMIC_RELEASE);
 	/* calloc's zeroes are written while every line is open, then the rights go on. */
@@ -574,15 +575,50 @@ void *malloc(size_t n)
 		return wl_mem_alloc(n);
 	if (!active())
 		return __libc_malloc(n);
-	return heap_alloc(n, 0, 0);
+	return heap_alloc(n, 0, 0, HOW_MALLOC);
 }
 
-void free(void *p)
+/* The names ASan's reports give the families. */
+static const char *const how_alloc[] = { "malloc", "operator new", "operator new []" };
+static const char *const how_free[] = { "free", "operator delete", "operator delete []" };
+
+/* A release of p by the wrong family: reported with both stacks, as ASan's
+ * alloc-dealloc-mismatch; the block is then freed all the same. */
+static void check_family(const void *p, enum alloc_how how)
+{
+	static char pair[3][3][48];
+	uint32_t id = ag.heap == HEAP_CHECK ? block_at(p) : 0;
+	const struct blk *b = id ? &ag.blocks[id] : NULL;
+
+	if (!b || b->state != BLK_LIVE || b->how == how)
+		return;
+	char *t = pair[b->how][how];
+	if (!*t)
+		snprintf(t, sizeof(pair[0][0]), "%s vs %s", how_alloc[b->how], how_free[how]);
+	struct err e = {
+		.kind = ERR_MISMATCH, .access = 0, .addr = (uintptr_t)p, .tid = agent_tid(),
+		.block = id, .pair = t,
+	};
+	in_agent++;
+	report_error(&e);
+	in_agent--;
+}
+
+int heap_serves(void)
+{
+	return !in_agent && active();
+}
+
+void *heap_new(size_t n, size_t align, enum alloc_how how)
+{
+	return heap_alloc(n, align, 0, how);
+}
+
+/* free's work, whichever family releases p (checked by the caller). */
+static void release(void *p)
 {
 	int e = errno;
 
-	if (!p)
-		return;
 	if (!in_agent)
 		decide();           /* a free before any malloc is still checked */
 	if (h.state == 2 && ag.heap != HEAP_OFF && in_arena((uintptr_t)p))
@@ -596,6 +632,20 @@ void free(void *p)
 	errno = e;
 }
 
+void heap_delete(void *p, enum alloc_how how)
+{
+	if (!p)
+		return;
+	if (!in_agent && h.state == 2)
+		check_family(p, how);
+	release(p);
+}
+
+void free(void *p)
+{
+	heap_delete(p, HOW_MALLOC);
+}
+
 void *calloc(size_t n, size_t m)
 {
 	if (m && n > SIZE_MAX / m) {
@@ -606,7 +656,7 @@ void *calloc(size_t n, size_t m)
 		return wl_mem_alloc(n * m);
 	if (!active())
 		return __libc_calloc(n, m);
-	return heap_alloc(n * m, 0, 1);
+	return heap_alloc(n * m, 0, 1, HOW_MALLOC);
 }
 
 void *realloc(void *p, size_t n)
@@ -670,7 +720,7 @@ static void *aligned(size_t align, size_t n)
 	}
 	if (!active())
 		return __libc_memalign(align, n);
-	return heap_alloc(n, align, 0);
+	return heap_alloc(n, align, 0, HOW_MALLOC);
 }
 
 int posix_memalign(void **out, size_t align, size_t n)

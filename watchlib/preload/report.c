@@ -257,6 +257,7 @@ static const char *kind_name(enum err_kind k)
 	case ERR_UAF: return "use-after-free";
 	case ERR_DOUBLE_FREE: return "double-free";
 	case ERR_INVALID_FREE: return "invalid-free";
+	case ERR_MISMATCH: return "alloc-dealloc-mismatch";
 	}
 	return "?";
 }
@@ -302,9 +303,9 @@ void report_error(struct err *e)
 	__atomic_add_fetch(&ag.errors, 1, __ATOMIC_RELAXED);
 	spin(&lock);
 	human.n = rec.n = 0;
-	put(&human, "==%d== ERROR: ulpt-watch: %s on address 0x%lx at pc 0x%lx thread %d\n",
-	    (int)getpid(), kind_name(e->kind), (unsigned long)e->addr, (unsigned long)e->ip,
-	    (int)e->tid);
+	put(&human, "==%d== ERROR: ulpt-watch: %s%s%s%s on address 0x%lx at pc 0x%lx thread %d\n",
+	    (int)getpid(), kind_name(e->kind), e->pair ? " (" : "", e->pair ? e->pair : "",
+	    e->pair ? ")" : "", (unsigned long)e->addr, (unsigned long)e->ip, (int)e->tid);
 	if (e->access)
 		put(&human, "%s of size %zu at 0x%lx thread %d%s%s\n",
 		    e->access == WL_WRITE ? "WRITE" : "READ", e->size, (unsigned long)e->addr,
