@@ -17,6 +17,9 @@
 #   dlopens    --check on dlopen of libraries (the loader's unreplaceable string routines)
 #   clean      --check on a correct program doing tricky things: no error, status 0, output kept
 #   sigmalloc  --check on a program that allocates in a signal handler: no deadlock, no error
+#   badargs    --check: bad arguments to the malloc family: NULL with ENOMEM and a warning
+#              for a size that overflows or cannot be served, EINVAL for a bad alignment, an
+#              error for malloc_usable_size or realloc of a pointer malloc never returned
 #   mismatch   --check: each release by the wrong family (malloc, new, new[] against free,
 #              delete, delete[]) reported once with both stacks; every new/delete variant used
 #              rightly, no error
@@ -63,6 +66,17 @@ strcases=$(echo $strcases)
 # mismatch: a release by the wrong family (malloc/new/new[] against free/delete/delete[]).
 mmcases="malloc-delete malloc-delete-array new-free new-delete-array new-array-delete new-array-free"
 
+# badargs: bad arguments to the malloc family, case|expected stdout|warnings|error kind (or -).
+bacases="calloc-overflow reallocarray-overflow malloc-huge memalign-bad aligned-alloc-bad posix-memalign-bad usable-size-foreign realloc-foreign"
+baexpect="calloc-overflow|result=0 errno=ENOMEM|1|-
+reallocarray-overflow|result=0 errno=ENOMEM|1|-
+malloc-huge|result=0 errno=ENOMEM|1|-
+memalign-bad|result=0 errno=EINVAL|0|-
+aligned-alloc-bad|result=0 errno=EINVAL|0|-
+posix-memalign-bad|result=22 errno=EINVAL|0|-
+usable-size-foreign|result=0 errno=0|0|bad-malloc_usable_size
+realloc-foreign|result=0|0|invalid-free"
+
 # dlopens: libraries the build and the benchmarks need anyway (so present wherever this runs).
 dllibs="libunwind.so.8 libdw.so.1 libelf.so.1 libcapstone.so.4 libjson-c.so.5 libz.so.1 liblzma.so.5
 libsqlite3.so.0 libffi.so.8 libexpat.so.1 libbz2.so.1.0 libglib-2.0.so.0 libpixman-1.so.0 libm.so.6"
@@ -101,6 +115,9 @@ for b in far-overflow-4k far-overflow-64k far-underflow-64k pad-write-realloc; d
   r check-\$b --check -- '$progs/heapbugs' \$b
 done
 r padding-write --check -- '$progs/padding' write
+for c in $bacases; do
+  r badargs-\$c --check -- '$progs/badargs' \$c
+done
 for c in $mmcases variants; do
   r mismatch-\$c --check -- '$progs/mismatch' \$c
 done
@@ -392,6 +409,12 @@ for env in host guest; do
     "rc == 0 and 'counts: ok' in out" "'ulpt-watch: watched:4: write of 4 bytes' in err"
   check $env bare-follow-exec "bare LD_PRELOAD, follow_exec=1: the agent stays in what the program executes" \
     "rc == 0 and 'libulpt-watch-agent.so' in out"
+  while IFS='|' read -r c want nwarn kind; do
+    check $env badargs-$c "--check: $c: $want, $nwarn warning(s), error: $kind" \
+      "rc == 0 and ('badargs: $c $want') in out" "err.count('WARNING: ulpt-watch:') == $nwarn" \
+      "[e['kind'] for e in E] == ([] if '$kind' == '-' else ['$kind'])" \
+      "'$kind' == '-' or (E[0]['block'] and fns(E[0]['backtrace'])[:1] == ['main'])"
+  done <<< "$baexpect"
   for c in $mmcases; do
     check $env mismatch-$c "--check: $c: one alloc-dealloc-mismatch at the block, ASan's pair of names, both stacks in main" \
       "rc == 0 and len(E) == 1" "MM is not None" "E[0]['kind'] == 'alloc-dealloc-mismatch' and E[0]['access'] == 'free'" \

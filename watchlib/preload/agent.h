@@ -119,7 +119,8 @@ enum ulpt_action agent_fault(struct ulpt_fault *f, void *arg) WL_HIDDEN;
 void strmem_init(void) WL_HIDDEN;
 
 /* report.c: error kinds, and what the after-call of an error does. */
-enum err_kind { ERR_OVERFLOW = 1, ERR_UAF, ERR_DOUBLE_FREE, ERR_INVALID_FREE, ERR_MISMATCH };
+enum err_kind { ERR_OVERFLOW = 1, ERR_UAF, ERR_DOUBLE_FREE, ERR_INVALID_FREE, ERR_MISMATCH,
+		ERR_BAD_USABLE };
 struct err {
 	enum err_kind kind;
 	unsigned access;            /* WL_READ, WL_WRITE, or 0 for a free */
@@ -129,7 +130,8 @@ struct err {
 	pid_t tid;
 	uint32_t block;             /* 0: none */
 	const char *found;          /* NULL: at the access; "free", "realloc", "exit": by the canary */
-	const char *fn;             /* the libc function the range was given to (strmem.c), or NULL */
+	const char *fn;             /* the libc function the range was given to (strmem.c), or the
+				     * call a pointer was given to (access 0: NULL for free) */
 	const char *pair;           /* a mismatch's "malloc vs operator delete", or NULL */
 };
 /* fault.c: the error of an access [s, e) (0: none; ip is the instruction, 0 for a range given

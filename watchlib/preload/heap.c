@@ -386,16 +386,37 @@ static uint32_t rz_lines(size_t need)
 	return 16;
 }
 
+/*
+ * A request the allocator cannot serve (an overflowing calloc or reallocarray, a size beyond
+ * the arena's limit, no arena left): NULL with ENOMEM and a warning on the report stream, as
+ * ASan's allocator_may_return_null=1; the program decides what to do with NULL.
+ */
+static void *refuse(const char *call, size_t n, size_t m)
+{
+	char msg[160];
+	int k;
+
+	if (m)
+		k = snprintf(msg, sizeof(msg), "==%d== WARNING: ulpt-watch: %s(%zu, %zu) overflows "
+			     "the size: NULL, ENOMEM\n", (int)getpid(), call, n, m);
+	else
+		k = snprintf(msg, sizeof(msg), "==%d== WARNING: ulpt-watch: %s of %zu bytes cannot "
+			     "be served: NULL, ENOMEM\n", (int)getpid(), call, n);
+	if (k > 0 && write(agent_err_fd(), msg, (size_t)k) < 0) {
+		/* the report stream is gone */
+	}
+	errno = ENOMEM;
+	return NULL;
+}
+
 static void *heap_alloc(size_t size, size_t align, int zero, enum alloc_how how)
 {
 	uint32_t id, first, lines, rz, z = 1, tail = 0;
 	size_t need, a;
 	uintptr_t start, user, end;
 
-	if (size > (ARENA_BYTES >> 4)) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (size > (ARENA_BYTES >> 4))
+		return refuse(how == HOW_MALLOC ? "malloc" : "operator new", size, 0);
 	a = ag.align ? ag.align : natural_align(size);
 	if (align > a)
 		a = align;
@@ -649,6 +670,8 @@ void free(void *p)
 void *calloc(size_t n, size_t m)
 {
 	if (m && n > SIZE_MAX / m) {
+		if (!in_agent && h.state == 2 && ag.heap == HEAP_CHECK)
+			return refuse("calloc", n, m);
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -699,6 +722,8 @@ void *realloc(void *p, size_t n)
 void *reallocarray(void *p, size_t n, size_t m)
 {
 	if (m && n > SIZE_MAX / m) {
+		if (!in_agent && h.state == 2 && ag.heap == HEAP_CHECK)
+			return refuse("reallocarray", n, m);
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -780,5 +805,18 @@ size_t malloc_usable_size(void *p)
 		return libc_usable ? libc_usable(p) : 0;
 	}
 	id = block_at(p);
-	return id && ag.blocks[id].state == BLK_LIVE ? ag.blocks[id].size : 0;
+	if (id && ag.blocks[id].state == BLK_LIVE)
+		return ag.blocks[id].size;
+	if (ag.heap == HEAP_CHECK && !in_agent) {
+		/* Not a live block's start: reported, as ASan's bad-malloc_usable_size. */
+		uint32_t near = __atomic_load_n(&ag.owner[line_of((uintptr_t)p)], __ATOMIC_ACQUIRE);
+		struct err e = {
+			.kind = ERR_BAD_USABLE, .addr = (uintptr_t)p, .tid = agent_tid(),
+			.block = near, .fn = "malloc_usable_size",
+		};
+		in_agent++;
+		report_error(&e);
+		in_agent--;
+	}
+	return 0;
 }

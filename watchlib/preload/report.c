@@ -258,6 +258,7 @@ static const char *kind_name(enum err_kind k)
 	case ERR_DOUBLE_FREE: return "double-free";
 	case ERR_INVALID_FREE: return "invalid-free";
 	case ERR_MISMATCH: return "alloc-dealloc-mismatch";
+	case ERR_BAD_USABLE: return "bad-malloc_usable_size";
 	}
 	return "?";
 }
@@ -288,7 +289,8 @@ void report_error(struct err *e)
 	static volatile int lock;
 	uintptr_t pcs[MAX_FRAMES];
 	const struct blk *b = e->block ? &ag.blocks[e->block] : NULL;
-	const char *acc = e->access == WL_WRITE ? "write" : e->access == WL_READ ? "read" : "free";
+	const char *acc = e->access == WL_WRITE ? "write" : e->access == WL_READ ? "read" :
+			  e->fn ? e->fn : "free";
 	int n;
 
 	/* A bad free or a canary found at free: from the caller of free on; at exit: none. */
@@ -311,7 +313,8 @@ void report_error(struct err *e)
 		    e->access == WL_WRITE ? "WRITE" : "READ", e->size, (unsigned long)e->addr,
 		    (int)e->tid, e->fn ? " in " : "", e->fn ? e->fn : "");
 	else
-		put(&human, "free of 0x%lx thread %d\n", (unsigned long)e->addr, (int)e->tid);
+		put(&human, "%s of 0x%lx thread %d\n", e->fn ? e->fn : "free", (unsigned long)e->addr,
+		    (int)e->tid);
 	if (e->found)
 		put(&human, "found at %s: the block's canary (the bytes next to it) was changed\n",
 		    e->found);
