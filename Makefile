@@ -128,6 +128,8 @@ WL_CFLAGS_watch := -mgeneral-regs-only -fno-tree-loop-distribute-patterns
 WL_CFLAGS_fault := $(WL_CFLAGS_watch)
 # Its fallback loops must not become calls of the functions they stand for.
 WL_CFLAGS_strmem := -fno-builtin -fno-tree-loop-distribute-patterns
+# C++'s delete operators take sizes, alignments and tags that only libstdc++ would use.
+WL_CFLAGS_cxx := -Wno-unused-parameter
 $(WB)/%.o: watchlib/src/%.c $(WL_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) $(WL_CFLAGS_$*) $(DEPFLAGS) -c -o $@ $<

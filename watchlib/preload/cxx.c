@@ -4,7 +4,7 @@
  * another (malloc then delete, new[] then delete, new then free) is reported with both stacks,
  * as ASan does. They are defined by their mangled names, in C: the agent does not link
  * libstdc++. When the agent does not serve allocations (no --heap or --check, inside the
- * agent), and when a throwing new gets no memory, they call libstdc++'s own operator (the next
+ * agent), and when a throwing new gets no memory, new calls libstdc++'s own operator (the next
  * definition), which allocates with malloc, runs the new-handler and throws std::bad_alloc.
  * The size given to a sized delete is not checked.
  *
@@ -44,21 +44,15 @@ static void *next(const char *name, void **cache)
 		return f ? f(__VA_ARGS__) : p; \
 	}
 
-/* DEL(name, how, params, call-args): one operator delete. */
-#define DEL(name, how, params, ...) \
+/* DEL(name, how, params): one operator delete. libstdc++'s own only calls free, which
+ * heap_delete's release does for every pointer (the agent's, glibc's, an arena block), so
+ * there is no fallback: a block of the arena is checked whether or not the agent serves new
+ * allocations now (after the mprotect backend ran out of mappings, say). */
+#define DEL(name, how, params) \
 	void name params; \
 	void name params \
 	{ \
-		static void *real; \
-		if (heap_serves()) { \
-			heap_delete(p, how); \
-			return; \
-		} \
-		__typeof__(&name) f = (__typeof__(&name))next(#name, &real); \
-		if (f) \
-			f(__VA_ARGS__); \
-		else \
-			heap_delete(p, how); \
+		heap_delete(p, how); \
 	}
 
 typedef struct nothrow nothrow_t;       /* std::nothrow_t, passed by reference */
@@ -74,17 +68,15 @@ NEW(_ZnwmSt11align_val_tRKSt9nothrow_t, HOW_NEW, (size_t n, size_t a, const noth
 NEW(_ZnamSt11align_val_tRKSt9nothrow_t, HOW_NEW_ARRAY, (size_t n, size_t a, const nothrow_t *t),
     a, 0, n, a, t)
 
-DEL(_ZdlPv, HOW_NEW, (void *p), p)
-DEL(_ZdaPv, HOW_NEW_ARRAY, (void *p), p)
-DEL(_ZdlPvm, HOW_NEW, (void *p, size_t n), p, n)
-DEL(_ZdaPvm, HOW_NEW_ARRAY, (void *p, size_t n), p, n)
-DEL(_ZdlPvRKSt9nothrow_t, HOW_NEW, (void *p, const nothrow_t *t), p, t)
-DEL(_ZdaPvRKSt9nothrow_t, HOW_NEW_ARRAY, (void *p, const nothrow_t *t), p, t)
-DEL(_ZdlPvSt11align_val_t, HOW_NEW, (void *p, size_t a), p, a)
-DEL(_ZdaPvSt11align_val_t, HOW_NEW_ARRAY, (void *p, size_t a), p, a)
-DEL(_ZdlPvmSt11align_val_t, HOW_NEW, (void *p, size_t n, size_t a), p, n, a)
-DEL(_ZdaPvmSt11align_val_t, HOW_NEW_ARRAY, (void *p, size_t n, size_t a), p, n, a)
-DEL(_ZdlPvSt11align_val_tRKSt9nothrow_t, HOW_NEW, (void *p, size_t a, const nothrow_t *t),
-    p, a, t)
-DEL(_ZdaPvSt11align_val_tRKSt9nothrow_t, HOW_NEW_ARRAY, (void *p, size_t a, const nothrow_t *t),
-    p, a, t)
+DEL(_ZdlPv, HOW_NEW, (void *p))
+DEL(_ZdaPv, HOW_NEW_ARRAY, (void *p))
+DEL(_ZdlPvm, HOW_NEW, (void *p, size_t n))
+DEL(_ZdaPvm, HOW_NEW_ARRAY, (void *p, size_t n))
+DEL(_ZdlPvRKSt9nothrow_t, HOW_NEW, (void *p, const nothrow_t *t))
+DEL(_ZdaPvRKSt9nothrow_t, HOW_NEW_ARRAY, (void *p, const nothrow_t *t))
+DEL(_ZdlPvSt11align_val_t, HOW_NEW, (void *p, size_t a))
+DEL(_ZdaPvSt11align_val_t, HOW_NEW_ARRAY, (void *p, size_t a))
+DEL(_ZdlPvmSt11align_val_t, HOW_NEW, (void *p, size_t n, size_t a))
+DEL(_ZdaPvmSt11align_val_t, HOW_NEW_ARRAY, (void *p, size_t n, size_t a))
+DEL(_ZdlPvSt11align_val_tRKSt9nothrow_t, HOW_NEW, (void *p, size_t a, const nothrow_t *t))
+DEL(_ZdaPvSt11align_val_tRKSt9nothrow_t, HOW_NEW_ARRAY, (void *p, size_t a, const nothrow_t *t))
