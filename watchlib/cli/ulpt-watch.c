@@ -205,14 +205,6 @@ static void parse_options(int argc, char **argv, struct options *opt)
 			size_t k = (size_t)(c - OPT_TABLE);
 			const char *v = optarg ? optarg : table[k].is_bool ? "1" : "w";
 
-			/* --align takes the number in hex too, as -w does. */
-			uint64_t n;
-			char num[24];
-			if (!strcmp(table[k].name, "align") && optarg && !strncmp(optarg, "0x", 2) &&
-			    !parse_u64(optarg, &n) && n <= 4096) {
-				snprintf(num, sizeof(num), "%u", (unsigned)n);
-				v = num;
-			}
 			if (wl_option_set(&opt->set, dashed(table[k].name), strlen(table[k].name), v,
 					  "--", err, sizeof(err)) < 0)
 				die("%s", err);

@@ -520,8 +520,35 @@ static void bad_free(enum err_kind kind, const void *p, uint32_t id)
 	in_agent--;
 }
 
-/* Frees a block; why names the call for a canary found changed ("free" or "realloc"). */
-static void heap_free(void *p, const char *why)
+/* The names ASan's reports give the families. */
+static const char *const how_alloc[] = { "malloc", "operator new", "operator new []" };
+static const char *const how_free[] = { "free", "operator delete", "operator delete []" };
+
+/* A release of block id (at p) by the wrong family: reported with both stacks, as ASan's
+ * alloc-dealloc-mismatch; the block is then freed all the same. */
+static void check_family(uint32_t id, const void *p, enum alloc_how how)
+{
+	static char pair[3][3][48];
+	const struct blk *b = &ag.blocks[id];
+
+	if (ag.heap != HEAP_CHECK || b->state != BLK_LIVE || b->how == how)
+		return;
+	char *t = pair[b->how][how];
+	if (!*t)
+		snprintf(t, sizeof(pair[0][0]), "%s vs %s", how_alloc[b->how], how_free[how]);
+	struct err e = {
+		.kind = ERR_MISMATCH, .access = 0, .addr = (uintptr_t)p, .tid = agent_tid(),
+		.block = id, .pair = t,
+	};
+	in_agent++;
+	report_error(&e);
+	in_agent--;
+}
+
+/* Frees a block; why names the call for a canary found changed ("free" or "realloc"), how
+ * the releasing family (NO_FAMILY_CHECK: none, for realloc and the agent's own). */
+#define NO_FAMILY_CHECK (-1)
+static void heap_free(void *p, const char *why, int how)
 {
 	uint32_t id = block_at(p);
 	struct blk *b;
@@ -532,6 +559,8 @@ static void heap_free(void *p, const char *why)
 		bad_free(ERR_INVALID_FREE, p, near);
 		return;
 	}
+	if (how != NO_FAMILY_CHECK)
+		check_family(id, p, (enum alloc_how)how);
 	in_agent++;
 	heap_lock();
 	b = &ag.blocks[id];
@@ -599,32 +628,6 @@ void *malloc(size_t n)
 	return heap_alloc(n, 0, 0, HOW_MALLOC);
 }
 
-/* The names ASan's reports give the families. */
-static const char *const how_alloc[] = { "malloc", "operator new", "operator new []" };
-static const char *const how_free[] = { "free", "operator delete", "operator delete []" };
-
-/* A release of p by the wrong family: reported with both stacks, as ASan's
- * alloc-dealloc-mismatch; the block is then freed all the same. */
-static void check_family(const void *p, enum alloc_how how)
-{
-	static char pair[3][3][48];
-	uint32_t id = ag.heap == HEAP_CHECK ? block_at(p) : 0;
-	const struct blk *b = id ? &ag.blocks[id] : NULL;
-
-	if (!b || b->state != BLK_LIVE || b->how == how)
-		return;
-	char *t = pair[b->how][how];
-	if (!*t)
-		snprintf(t, sizeof(pair[0][0]), "%s vs %s", how_alloc[b->how], how_free[how]);
-	struct err e = {
-		.kind = ERR_MISMATCH, .access = 0, .addr = (uintptr_t)p, .tid = agent_tid(),
-		.block = id, .pair = t,
-	};
-	in_agent++;
-	report_error(&e);
-	in_agent--;
-}
-
 int heap_serves(void)
 {
 	return !in_agent && active();
@@ -635,19 +638,19 @@ void *heap_new(size_t n, size_t align, enum alloc_how how)
 	return heap_alloc(n, align, 0, how);
 }
 
-/* free's work, whichever family releases p (checked by the caller). */
-static void release(void *p)
+/* Releases p by the family how (NO_FAMILY_CHECK inside the agent). */
+static void release(void *p, int how)
 {
 	int e = errno;
 
 	if (!in_agent)
 		decide();           /* a free before any malloc is still checked */
 	if (h.state == 2 && ag.heap != HEAP_OFF && in_arena((uintptr_t)p))
-		heap_free(p, "free");
+		heap_free(p, "free", how);
 	else if (wl_mem_owns(p))
 		wl_mem_free(p);
 	else if (h.state == 2 && ag.heap != HEAP_OFF && !h.degraded)
-		heap_free(p, "free");           /* reports the invalid free */
+		heap_free(p, "free", how);      /* reports the invalid free */
 	else
 		__libc_free(p);
 	errno = e;
@@ -655,11 +658,8 @@ static void release(void *p)
 
 void heap_delete(void *p, enum alloc_how how)
 {
-	if (!p)
-		return;
-	if (!in_agent && h.state == 2)
-		check_family(p, how);
-	release(p);
+	if (p)
+		release(p, in_agent ? NO_FAMILY_CHECK : (int)how);
 }
 
 void free(void *p)
@@ -695,7 +695,7 @@ void *realloc(void *p, size_t n)
 		if (wl_mem_owns(p))
 			return wl_mem_realloc(p, n);
 		if (h.state == 2 && ag.heap != HEAP_OFF && !h.degraded && !in_agent) {
-			heap_free(p, "free");   /* not a block of ours: reports the invalid free */
+			heap_free(p, "free", NO_FAMILY_CHECK);  /* not ours: an invalid free */
 			return NULL;
 		}
 		return __libc_realloc(p, n);
@@ -706,7 +706,7 @@ void *realloc(void *p, size_t n)
 	}
 	id = block_at(p);
 	if (!id || ag.blocks[id].state != BLK_LIVE) {
-		heap_free(p, "free");       /* reports the invalid or double free */
+		heap_free(p, "free", NO_FAMILY_CHECK);  /* invalid or double free */
 		return NULL;
 	}
 	q = malloc(n);              /* from glibc once degraded */
@@ -715,7 +715,7 @@ void *realloc(void *p, size_t n)
 	in_agent++;                 /* the copy is the agent's access, not the program's */
 	memcpy(q, p, ag.blocks[id].size < n ? ag.blocks[id].size : n);
 	in_agent--;
-	heap_free(p, "realloc");
+	heap_free(p, "realloc", NO_FAMILY_CHECK);
 	return q;
 }
 

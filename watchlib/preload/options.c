@@ -44,41 +44,43 @@ static int parse_mode(const char *s, wl_opt_mode_t *v, const char **want)
 	return wl_parse_mode(s, v);
 }
 
+/* A number 0..max, decimal or hex with 0x (no sign, no blanks), or -1. */
+static long number(const char *s, long max)
+{
+	unsigned base = 10;
+	long n = 0;
+
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+		base = 16;
+		s += 2;
+	}
+	if (!*s || strlen(s) > 6)
+		return -1;
+	for (const char *p = s; *p; p++) {
+		int d = *p >= '0' && *p <= '9' ? *p - '0' :
+			base == 16 && *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 :
+			base == 16 && *p >= 'A' && *p <= 'F' ? *p - 'A' + 10 : -1;
+		if (d < 0)
+			return -1;
+		n = n * (long)base + d;
+	}
+	return n <= max ? n : -1;
+}
+
 static int parse_align(const char *s, wl_opt_align_t *v, const char **want)
 {
-	unsigned long n;
+	long n = strcmp(s, "auto") ? number(s, 4096) : 0;
 
 	*want = "a power of two from 1 to 4096, or auto";
-	if (!strcmp(s, "auto")) {
-		*v = 0;
-		return 0;
-	}
-	for (n = 0; *s >= '0' && *s <= '9' && n <= 4096; s++)
-		n = n * 10 + (unsigned long)(*s - '0');
-	if (*s || n < 1 || n > 4096 || (n & (n - 1)))
+	if (n < 0 || (n && (n & (n - 1))) || (!n && strcmp(s, "auto")))
 		return -1;
 	*v = (unsigned)n;
 	return 0;
 }
 
-/* A decimal number 0..max (no sign, no blanks), or -1. */
-static long decimal(const char *s, long max)
-{
-	long n = 0;
-
-	if (!*s || strlen(s) > 6)
-		return -1;
-	for (const char *p = s; *p; p++) {
-		if (*p < '0' || *p > '9')
-			return -1;
-		n = n * 10 + (*p - '0');
-	}
-	return n <= max ? n : -1;
-}
-
 static int parse_exitcode(const char *s, wl_opt_exitcode_t *v, const char **want)
 {
-	long n = decimal(s, 255);
+	long n = number(s, 255);
 
 	*want = "an exit status from 0 to 255";
 	if (n < 0)
@@ -121,14 +123,13 @@ static int parse_text(const char *s, wl_opt_text_t *v, const char **want)
 static const char *show_bool(const wl_opt_bool_t *v) { return *v ? "1" : "0"; }
 static const char *show_exitcode(const wl_opt_exitcode_t *v)
 {
-	static char buf[4][4];          /* format() shows two values at once: its own and d's */
-	static unsigned k;
-	char *b = buf[k++ & 3];
+	static char text[256][4];       /* one per value: format() holds two at once */
+	char *t = text[*v & 255];
 
-	snprintf(b, sizeof(buf[0]), "%u", *v & 255);
-	return b;
-}
-static const char *show_mode(const wl_opt_mode_t *v) { return *v ? wl_mode_name(*v) : ""; }
+	if (!*t)
+		snprintf(t, sizeof(text[0]), "%u", *v & 255);
+	return t;
+}static const char *show_mode(const wl_opt_mode_t *v) { return *v ? wl_mode_name(*v) : ""; }
 static const char *show_redzone(const wl_opt_redzone_t *v) { return *v ? "exact" : "line"; }
 static const char *show_text(const wl_opt_text_t *v) { return *v; }
 static const char *show_backend(const wl_opt_backend_t *v)

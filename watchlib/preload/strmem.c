@@ -387,66 +387,41 @@ ssize_t read(int fd, void *buf, size_t n)
 {
 	if (!checking())
 		return __read(fd, buf, n);
-	ssize_t r;
-
 	check(buf, n, WL_WRITE, "read", CALLER);
-	in_agent++;
-	r = __read(fd, buf, n);
-	in_agent--;
-	return r;
+	return AS_AGENT(__read(fd, buf, n));
 }
 
 ssize_t write(int fd, const void *buf, size_t n)
 {
 	if (!checking())
 		return __write(fd, buf, n);
-	ssize_t r;
-
 	check(buf, n, WL_READ, "write", CALLER);
-	in_agent++;
-	r = __write(fd, buf, n);
-	in_agent--;
-	return r;
+	return AS_AGENT(__write(fd, buf, n));
 }
 
 size_t fread(void *p, size_t size, size_t n, FILE *f)
 {
 	if (!checking())
 		return _IO_fread(p, size, n, f);
-	size_t r;
-
 	check(p, size * n, WL_WRITE, "fread", CALLER);
-	in_agent++;
-	r = _IO_fread(p, size, n, f);
-	in_agent--;
-	return r;
+	return AS_AGENT(_IO_fread(p, size, n, f));
 }
 
 size_t fwrite(const void *p, size_t size, size_t n, FILE *f)
 {
 	if (!checking())
 		return _IO_fwrite(p, size, n, f);
-	size_t r;
-
 	check(p, size * n, WL_READ, "fwrite", CALLER);
-	in_agent++;
-	r = _IO_fwrite(p, size, n, f);
-	in_agent--;
-	return r;
+	return AS_AGENT(_IO_fwrite(p, size, n, f));
 }
 
 char *fgets(char *s, int size, FILE *f)
 {
 	if (!checking())
 		return _IO_fgets(s, size, f);
-	char *r;
-
 	if (size > 0)
 		check(s, (size_t)size, WL_WRITE, "fgets", CALLER);
-	in_agent++;
-	r = _IO_fgets(s, size, f);
-	in_agent--;
-	return r;
+	return AS_AGENT(_IO_fgets(s, size, f));
 }
 
 int snprintf(char *buf, size_t n, const char *fmt, ...)
