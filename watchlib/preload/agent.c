@@ -78,7 +78,9 @@ static void say(const char *msg)
 {
 	char buf[512];
 	int n = snprintf(buf, sizeof(buf), "ulpt-watch agent: %s\n", msg);
-	if (n > 0 && write(agent_err_fd(), buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1) < 0) {
+	size_t len = n < 0 ? 0 : (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1;
+
+	if (len && write(agent_err_fd(), buf, len) < 0) {
 		/* stderr is gone */
 	}
 }
@@ -112,12 +114,10 @@ static void add_watches(const char *specs)
 		unsigned long long addr, len;
 		int used = 0;
 
-		if (sscanf(s, "%*c,%llx,%llu,%3[rw]%n", &addr, &len, mode, &used) < 3 || !used) {
-			say("malformed watches in " WL_OPTIONS_ENV);
-			return;
-		}
 		unsigned m;
-		if (wl_parse_mode(mode, &m) < 0) {
+
+		if (sscanf(s, "%*c,%llx,%llu,%3[rw]%n", &addr, &len, mode, &used) < 3 || !used ||
+		    wl_parse_mode(mode, &m) < 0) {
 			say("malformed watches in " WL_OPTIONS_ENV);
 			return;
 		}
