@@ -123,6 +123,8 @@ WL_HDRS := $(wildcard watchlib/include/*.h watchlib/src/*.h watchlib/preload/*.h
 WL_OBJS := $(patsubst watchlib/src/%.c,$(WB)/%.o,$(wildcard watchlib/src/*.c))
 AGENT_OBJS := $(patsubst watchlib/preload/%.c,$(WB)/preload/%.o,$(wildcard watchlib/preload/*.c))
 WL_LIBS := -lunwind -ldw -lelf -ldl -lpthread
+# The agent loads libdw itself, at its first report (report.c).
+AGENT_LIBS := -lunwind -ldl -lpthread
 # The fault path runs in libulpt's general-register-only entry stub (see watch.c).
 WL_CFLAGS_watch := -mgeneral-regs-only -fno-tree-loop-distribute-patterns
 WL_CFLAGS_fault := $(WL_CFLAGS_watch)
@@ -139,7 +141,7 @@ $(WB)/preload/%.o: watchlib/preload/%.c $(WL_HDRS)
 $(WB)/libwatch.a: $(WL_OBJS) $(LIB_OBJS)
 	rm -f $@ && ar rcs $@ $^
 $(WB)/libulpt-watch-agent.so: $(AGENT_OBJS) $(WL_OBJS) $(LIB_OBJS)
-	$(CC) -shared -Wl,-z,nodelete -o $@ $^ $(WL_LIBS)
+	$(CC) -shared -Wl,-z,nodelete -o $@ $^ $(AGENT_LIBS)
 $(WB)/ulpt-watch: $(wildcard watchlib/cli/*.c watchlib/cli/*.h) watchlib/preload/options.c $(WL_HDRS)
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -Wall -Wextra -Werror -Iwatchlib/include -Ilibulpt/include -Iwatchlib/cli -Iwatchlib/preload -o $@ $(wildcard watchlib/cli/*.c) watchlib/preload/options.c -lelf -ljson-c

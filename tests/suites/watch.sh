@@ -26,6 +26,10 @@
 #   ownsegv    a program installing its own SIGSEGV and SIGTRAP handlers after the agent started
 #              (also under -v, whose after-calls must not reach its SIGTRAP handler)
 #   threads    4 threads on watched ints of one line, in the guest (2 vCPUs): exact counts
+#   leaks      --check's leak check at exit: direct and indirect leaks, a lost cycle, none when
+#              all is reachable, at _exit, at abort, in a forked child; --leaks, verdicts
+#   supp-*     --suppressions by function, anchored, by source file; a bad rule; and
+#              --gen-suppressions
 #   exit3      the program's exit status passes through
 # then watchlib/test/wl-api (the C API) on both backends, and watchlib/test/cli.sh if present.
 # The runs write NAME.json, .out, .err and .rc under build/watchlib/test/suite/{host,guest}
@@ -128,6 +132,22 @@ r halt-twofrees --check --halt-on-error -- '$progs/twofrees'
 r halt-exitcode --check --halt-on-error --error-exitcode=7 -- '$progs/twofrees'
 rm -f "\$o"/log-*.txt "\$o"/bare-log-*.txt
 r logfile --check --error-exitcode=3 --log-file="\$o/log-%p.txt" -- '$progs/forkbug'
+# Leaks at exit, and suppressions.
+for c in direct list cycle none exit abort fork; do
+  r leaks-\$c --check --leaks=all -- '$progs/leaks' \$c
+done
+r leaks-definite --check -- '$progs/leaks' list
+r leaks-off --check --leaks=none -- '$progs/leaks' direct
+r leaks-exitcode --check --error-exitcode=7 -- '$progs/leaks' direct
+printf '# a comment\n\nleak:leak_one\n' > "\$o/supp-leak.txt"
+printf 'heap-overflow:^main\$\n' > "\$o/supp-overflow.txt"
+printf 'leak:heapbugs.c\n' > "\$o/supp-file.txt"
+printf 'no-such-kind:x\n' > "\$o/supp-bad.txt"
+r supp-leak --check --error-exitcode=7 --suppressions="\$o/supp-leak.txt" -- '$progs/leaks' direct
+r supp-overflow --check --suppressions="\$o/supp-overflow.txt" -- '$progs/heapbugs' overflow-write
+r supp-file --check --suppressions="\$o/supp-file.txt" -- '$progs/heapbugs' overflow-write
+r supp-bad --check --suppressions="\$o/supp-bad.txt" -- '$progs/exit3'
+r gen-supp --check --gen-suppressions -- '$progs/heapbugs' overflow-write
 # The agent under a bare LD_PRELOAD, its settings in ULPT_WATCH_OPTIONS (no JSON: .res is the
 # result file when one is named).
 bare() {
@@ -143,6 +163,8 @@ bare bare-verbose "verbose=1:watches=a,$addr,4,w:names=watched\\:4" '$nopie'
 bare bare-follow-exec follow_exec=1 '$progs/execenv'
 bare bare-bad-value check=2 '$progs/exit3'
 bare bare-error-exitcode check=1:error_exitcode=5 '$progs/twofrees'
+bare bare-leaks check=1:leaks=all '$progs/leaks' list
+bare bare-supp "check=1:suppressions=\$o/supp-leak.txt" '$progs/leaks' direct
 bare bare-halt check=1:halt_on_error=1 '$progs/twofrees'
 bare bare-log "check=1:log_file=\$o/bare-log-%p.txt" '$progs/forkbug'
 bare bare-log-bad check=1:log_file=/nonexistent/dir/log '$progs/exit3'
@@ -179,7 +201,7 @@ echo \$? > '$d/guest/wl-api.rc'
 EOF
 
 # check.py ENV/NAME EXPR...: every python EXPR holds for the run's report j (watches W,
-# errors E, heap H), its exit status rc, stdout out and stderr err; B is heapbugs' (or
+# errors E, leaks L, heap H), its exit status rc, stdout out and stderr err; B is heapbugs' (or
 # strbugs') line.
 cat > "$d/check.py" <<'EOF'
 import glob, json, os, re, sys
@@ -208,6 +230,8 @@ except ValueError as e:
     print('%s.json: %s; exit status %d; stderr: %s' % (base, e or 'missing', rc, err.strip()[-300:]))
     sys.exit(1)
 W, E, H = j.get('watches') or [], j.get('errors') or [], j.get('heap') or {}
+L = [e for e in E if e.get('kind') == 'leak']    # the leak check's, at exit
+E = [e for e in E if e.get('kind') != 'leak']
 def h(x):                        # "0x1f" or 31 -> 31
     return int(x, 16) if isinstance(x, str) else x
 def fns(frames):                 # the function names of a backtrace
@@ -421,8 +445,41 @@ for env in host guest; do
       "rc == 0 and len(E) == 1" "MM is not None" "E[0]['kind'] == 'alloc-dealloc-mismatch' and E[0]['access'] == 'free'" \
       "h(E[0]['address']) == MM['block'] and h(E[0]['block']['address']) == MM['block']" \
       "('alloc-dealloc-mismatch (%s)' % MM['pair']) in err" \
-      "fns(E[0]['backtrace'])[:1] == ['main'] and 'main' in fns(E[0]['allocated'])"
+      "fns(E[0]['backtrace'])[:1] == ['main'] and 'main' in fns(E[0]['allocated'])" \
+      "E[0].get('pair') == MM['pair']"
   done
+  check $env leaks-direct "--check: a lost block: one direct leak of 77 bytes in 1 object, allocated in leak_one, in LeakSanitizer's words" \
+    "rc == 0 and E == [] and len(L) == 1" "L[0]['access'] == 'direct' and L[0]['size'] == 77 and L[0]['objects'] == 1" \
+    "fns(L[0]['allocated'])[:2] == ['leak_one', 'main']" "'Direct leak of 77 byte(s) in 1 object(s) allocated from:' in err" \
+    "'SUMMARY: ulpt-watch: 77 byte(s) leaked in 1 allocation(s).' in err" "'40 byte' not in err"
+  check $env leaks-list "--check --leaks=all: a lost list of 3: its head a direct leak, the 2 nodes it reaches indirect" \
+    "rc == 0 and len(L) == 2" "[(x['access'], x['size'], x['objects']) for x in L] == [('direct', 32, 1), ('indirect', 64, 2)]" \
+    "'Indirect leak of 64 byte(s) in 2 object(s)' in err"
+  check $env leaks-cycle "--check --leaks=all: two lost blocks pointing at each other: one direct, one indirect (memcheck's clique)" \
+    "sorted((x['access'], x['size']) for x in L) == [('direct', 48), ('indirect', 48)]"
+  check $env leaks-none "--check: blocks freed, kept in globals (a list too) and an open FILE: no leak" \
+    "rc == 0 and L == [] and E == [] and 'leak' not in err"
+  check $env leaks-exit "--check: a leak, then _exit(0): still checked and reported, status 0" \
+    "rc == 0 and len(L) == 1 and L[0]['size'] == 77"
+  check $env leaks-abort "--check: a leak, then abort(): the check runs at the signal, and the program still dies of SIGABRT" \
+    "rc == 134 and len(L) == 1 and L[0]['size'] == 77 and 'killed by signal 6' in err"
+  check $env leaks-fork "--check: a forked child checks its own heap at its exit: its leak on stderr, none in the parent's report" \
+    "rc == 0 and L == [] and err.count('Direct leak of 33 byte(s) in 1 object(s)') == 1"
+  check $env leaks-definite "--check (leaks=definite by default): the list's head only" \
+    "[(x['access'], x['size']) for x in L] == [('direct', 32)] and 'Indirect' not in err"
+  check $env leaks-off "--check --leaks=none: no leak check" "rc == 0 and L == [] and 'leak' not in err"
+  check $env leaks-exitcode "--check --error-exitcode=7: a definite leak is an error: status 7" \
+    "rc == 7 and len(L) == 1"
+  check $env supp-leak "--suppressions: leak:leak_one (with a comment and a blank line) silences the leak, counts it, status 0 under --error-exitcode" \
+    "rc == 0 and L == [] and 'leak of' not in err" "j['suppressed'] == 1"
+  check $env supp-overflow "--suppressions: heap-overflow:^main\$ silences the overflow in main" \
+    "rc == 0 and E == [] and j['suppressed'] >= 1 and 'heap-overflow' not in err"
+  check $env supp-file "--suppressions: leak:heapbugs.c (a source file) silences heapbugs' leak, not its overflow" \
+    "L == [] and [e['kind'] for e in E] == ['heap-overflow'] and j['suppressed'] >= 1"
+  check $env supp-bad "--suppressions with a bad rule: one line naming the file and line, status 2, the program not run" \
+    "rc == 2" "'supp-bad.txt:1:' in err and len(err.strip().splitlines()) <= 2" "'exit3' not in out"
+  check $env gen-supp "--gen-suppressions: a ready rule after the report" \
+    "len(E) == 1 and 'heap-overflow:^main\$' in err"
   check $env mismatch-variants "--check: every operator new and delete variant (plain, array, nothrow, aligned, sized) used rightly: no error, aligned blocks" \
     "rc == 0 and E == [] and 'errors' in j" "'mismatch: variants ok' in out and 'misaligned' not in err"
   check $env exitcode-twofrees "--check --error-exitcode=9: two errors reported, exit status 9 (the program's is 0), in the report too" \
@@ -441,6 +498,9 @@ for env in host guest; do
     "FK is not None and rc == 0" "sorted(logs('bare-log')) == sorted([FK['parent'], FK['child']])" "'ERROR:' not in err"
   check $env bare-log-bad "bare LD_PRELOAD, a log_file that cannot be opened: one line, exit status 2" \
     "rc == 2 and len(err.splitlines()) == 1 and 'cannot open the log file' in err"
+  check $env bare-leaks "bare LD_PRELOAD, check=1:leaks=all: the direct and the indirect leak on stderr" \
+    "rc == 0 and 'Direct leak of 32 byte(s) in 1 object(s)' in err and 'Indirect leak of 64 byte(s) in 2 object(s)' in err"
+  check $env bare-supp "bare LD_PRELOAD, suppressions=FILE: the leak silenced" "rc == 0 and 'leak of' not in err"
   check $env bare-error-exitcode "bare LD_PRELOAD, check=1:error_exitcode=5: two errors on stderr, status 5" \
     "rc == 5 and err.count('ERROR: ulpt-watch: double-free') == 2"
   check $env bare-halt "bare LD_PRELOAD, check=1:halt_on_error=1: one error on stderr, status 1" \

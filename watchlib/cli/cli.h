@@ -49,6 +49,8 @@ struct heap_error {
 	char *kind, *access;
 	char *found;                /* "access", or "free"/"realloc"/"exit": by the block's canary */
 	uint64_t addr, size, ip, block, block_size;
+	uint64_t objects;           /* a leak's blocks (1 for other kinds) */
+	char *detail;               /* a mismatch's "malloc vs operator delete", or NULL */
 	struct frame *frames;
 	size_t nframes, cap;
 };
@@ -60,6 +62,8 @@ struct report {
 	uint64_t heap_allocs, heap_reads, heap_writes;
 	int have_stats;
 	uint64_t faults, hits, false_faults, handler_ns;
+	int have_suppressed;
+	uint64_t suppressed;        /* reports a suppression rule matched */
 	struct heap_error *errors;
 	size_t nerrors, cap;
 };

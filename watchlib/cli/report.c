@@ -56,6 +56,10 @@ static int take_record(char **f, size_t nf, struct report *rep, struct options *
 								      &rep->heap_writes}))
 			return -1;
 		rep->have_heap = 1;
+	} else if (!strcmp(t, "suppressed")) {
+		if (nf < 2 || parse_u64(f[1], &rep->suppressed))
+			return -1;
+		rep->have_suppressed = 1;
 	} else if (!strcmp(t, "stats")) {
 		if (nf < 5 || parse_fields(f + 1, 4, (uint64_t *[]){&rep->faults, &rep->hits,
 								      &rep->false_faults,
@@ -72,6 +76,10 @@ static int take_record(char **f, size_t nf, struct report *rep, struct options *
 		e.kind = xstrdup(f[1]);
 		e.access = xstrdup(f[2]);
 		e.found = xstrdup(nf > 8 && f[8][0] ? f[8] : "access");
+		e.objects = 1;
+		if (nf > 9 && parse_u64(f[9], &e.objects))
+			return -1;
+		e.detail = nf > 10 && f[10][0] ? xstrdup(f[10]) : NULL;
 		if (rep->nerrors == rep->cap) {
 			rep->cap = rep->cap ? 2 * rep->cap : 8;
 			rep->errors = xrealloc(rep->errors, rep->cap, sizeof(*rep->errors));
@@ -175,6 +183,7 @@ void report_free(struct report *rep)
 		free(e->kind);
 		free(e->access);
 		free(e->found);
+		free(e->detail);
 	}
 	free(rep->errors);
 	free(rep->backend);
@@ -210,6 +219,8 @@ static void summary_errors(const struct report *rep)
 	for (j = 0; j < nk; j++)
 		fprintf(ms, "%s%zu %s", j ? ", " : " (", counts[j], kinds[j]);
 	fprintf(ms, "%s", nk ? ")" : "");
+	if (rep->suppressed)
+		fprintf(ms, ", %" PRIu64 " suppressed", rep->suppressed);
 	if (fclose(ms))
 		die("out of memory");
 	warn("%s", text);
@@ -246,7 +257,7 @@ void report_summary(const struct report *rep, const struct options *opt, int sta
 		     plural(rep->heap_writes, "write", "writes"));
 	else if (opt->set.heap && rep->records)
 		warn("heap: not reported");
-	if ((opt->set.check && rep->records) || rep->nerrors)
+	if ((opt->set.check && rep->records) || rep->nerrors || rep->suppressed)
 		summary_errors(rep);
 	if (rep->have_stats)
 		warn("%" PRIu64 " %s, %" PRIu64 " %s, %" PRIu64 " false %s, handler %.3f ms",
@@ -415,12 +426,18 @@ int report_json(FILE *out, const char *outname, const struct report *rep,
 						       json_object_new_uint64(e->block_size));
 			}
 			json_object_object_add(o, "block", b);
+			if (!strcmp(e->kind, "leak"))
+				json_object_object_add(o, "objects", json_object_new_uint64(e->objects));
+			if (e->detail)
+				json_object_object_add(o, "pair", jstr(e->detail));
 			json_object_object_add(o, "backtrace", frames_json(e, 'a'));
 			json_object_object_add(o, "allocated", frames_json(e, 'l'));
 			json_object_object_add(o, "freed", frames_json(e, 'f'));
 			json_object_array_add(a, o);
 		}
 		json_object_object_add(root, "errors", a);
+		json_object_object_add(root, "suppressed",
+				       count(rep->have_suppressed, rep->suppressed));
 	}
 	json_object_object_add(root, "false_faults", count(rep->have_stats, rep->false_faults));
 	json_object_object_add(root, "faults", count(rep->have_stats, rep->faults));

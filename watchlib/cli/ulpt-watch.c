@@ -477,6 +477,8 @@ int main(int argc, char **argv)
 	agent = find_agent();
 	watches_env(&opt, &specs, &names);
 	result_path = make_result_file();
+	if (*opt.set.suppressions && access(opt.set.suppressions, R_OK))
+		die("cannot read the suppressions file %s: %s", opt.set.suppressions, strerror(errno));
 	if (*opt.set.log_file) {
 		/* The agent opens it in each process (%p: its pid); its directory must take it. */
 		char *dir = xstrdup(opt.set.log_file), *slash = strrchr(dir, '/');

@@ -34,9 +34,13 @@ static __thread pid_t tid_cache __attribute__((tls_model("initial-exec")));
 
 static int open_log(void);
 
+static pid_t self_pid;          /* this process (set at start and in a forked child) */
+static pid_t ended;             /* the process that ran agent_finish */
+
 static void forget_tid(void)
 {
 	tid_cache = 0;
+	self_pid = getpid();
 	ag.errors = 0;              /* the child's own verdict (error_exitcode) */
 	if (strstr(opts.log_file, "%p")) {
 		close(ag.log_fd);
@@ -153,6 +157,13 @@ static int libc_cb(struct dl_phdr_info *info, size_t size, void *data)
 		    (uintptr_t)agent_init - lo < ph->p_memsz) {
 			ag.self_text[0] = lo;
 			ag.self_text[1] = lo + ph->p_memsz;
+			for (int k = 0; k < info->dlpi_phnum; k++) {
+				const ElfW(Phdr) *w = &info->dlpi_phdr[k];
+				if (w->p_type == PT_LOAD && (w->p_flags & PF_W)) {
+					ag.self_data[0] = (info->dlpi_addr + w->p_vaddr) & ~(uintptr_t)4095;
+					ag.self_data[1] = info->dlpi_addr + w->p_vaddr + w->p_memsz;
+				}
+			}
 		}
 	}
 	if (!strncmp(base, "libc.so", 7))
@@ -277,7 +288,7 @@ void agent_init(void)
 		return;
 	}
 	pthread_atfork(NULL, NULL, forget_tid);
-	ag.pid = getpid();
+	ag.pid = self_pid = getpid();
 	ag.result_fd = -1;
 	read_options();
 	if (*opts.log_file && open_log() < 0) {
@@ -290,11 +301,20 @@ void agent_init(void)
 	if (*opts.result)
 		ag.result_fd = open(opts.result, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 	ag.verbose = opts.verbose;
+	if (*opts.suppressions) {
+		char msg[400];
+		if (suppress_load(opts.suppressions, msg, sizeof(msg)) < 0) {
+			say(msg);
+			_exit(2);
+		}
+	}
+	ag.gen_suppressions = opts.gen_suppressions;
 	if (opts.check) {
 		ag.heap = HEAP_CHECK;
 		ag.align = opts.align;
 		ag.redzone_exact = opts.redzone;
 		ag.precise = opts.precise;
+		ag.leaks = opts.leaks;
 	} else if (opts.heap) {
 		ag.heap = HEAP_WATCH;
 		ag.heap_kinds = (opts.heap & WL_READ ? ULPT_DENY_R : 0) |
@@ -322,6 +342,8 @@ void agent_init(void)
 		strmem_init();
 		if (ag.heap != HEAP_OFF)
 			heap_init();
+		if (ag.heap == HEAP_CHECK)
+			signals_init();
 		if (ag.verbose)
 			wl_set_callback(report_hit, NULL);
 		ag.ready = 1;
@@ -367,6 +389,11 @@ static void write_results(void)
 			     (unsigned long long)ag.heap_writes);
 		agent_write(line, (size_t)n);
 	}
+	if (ag.heap == HEAP_CHECK) {
+		n = snprintf(line, sizeof(line), "suppressed\t%llu\n",
+			     (unsigned long long)ag.suppressed);
+		agent_write(line, (size_t)n);
+	}
 	n = snprintf(line, sizeof(line), "stats\t%llu\t%llu\t%llu\t%llu\n",
 		     (unsigned long long)(st.faults + ag.faults),
 		     (unsigned long long)(st.hits + ag.hits),
@@ -385,28 +412,67 @@ void agent_halt(void)
 {
 	if (!opts.halt_on_error)
 		return;
-	if (getpid() == ag.pid)
+	ended = getpid();           /* no leak check: the program's state is not its own */
+	if (ended == ag.pid)
 		write_results();
-	_exit(opts.error_exitcode ? (int)opts.error_exitcode : 1);
+	syscall(SYS_exit_group, opts.error_exitcode ? (int)opts.error_exitcode : 1);
 }
 
 /*
- * At exit: the canaries of the live blocks, the results, then error_exitcode, as memcheck's
- * --error-exitcode: a process (a forked child too) that reported an error ends with that
- * status instead of the program's, after stdio's buffers are flushed. A process that ends by
- * _exit or a signal runs none of this.
+ * At a process's end: the canaries of the live blocks, the leak check, the results, then
+ * error_exitcode, as memcheck's --error-exitcode: a process (a forked child too) that
+ * reported an error or a definite leak ends with that status instead of the program's, after
+ * stdio's buffers are flushed. Runs once per process: at exit (the agent's destructor, after
+ * the program's atexit handlers and destructors), at _exit (interposed below), or at a fatal
+ * signal (signals.c).
  */
+int agent_finish(void)
+{
+	pid_t me = getpid();
+
+	/* Once per process; never in a vfork child, which shares its parent's memory (a fork
+	 * child has self_pid from the atfork handler). */
+	if (!ag.ready || ended == me || me != self_pid)
+		return -1;
+	ended = me;
+	if (ag.heap == HEAP_CHECK) {
+		heap_check_canaries();
+		leak_check();
+	}
+	if (me == ag.pid)
+		write_results();
+	return opts.error_exitcode && __atomic_load_n(&ag.errors, __ATOMIC_RELAXED) ?
+	       (int)opts.error_exitcode : -1;
+}
+
 __attribute__((destructor))
 static void agent_end(void)
 {
-	if (!ag.ready)
-		return;
-	if (ag.heap == HEAP_CHECK)
-		heap_check_canaries();
-	if (getpid() == ag.pid)
-		write_results();
-	if (opts.error_exitcode && __atomic_load_n(&ag.errors, __ATOMIC_RELAXED)) {
+	int code = agent_finish();
+
+	if (code >= 0) {
 		fflush(NULL);
-		_exit((int)opts.error_exitcode);
+		_exit(code);
 	}
+}
+
+/* A program that ends by _exit or _Exit still gets its leak check and results (a direct
+ * exit_group system call does not). */
+static void finish_and_exit(int status) __attribute__((noreturn));
+static void finish_and_exit(int status)
+{
+	int code = agent_finish();
+
+	syscall(SYS_exit_group, code >= 0 ? code : status);
+	__builtin_unreachable();
+}
+
+void _exit(int status)
+{
+	finish_and_exit(status);
+}
+
+void _Exit(int status)
+{
+	finish_and_exit(status);
 }

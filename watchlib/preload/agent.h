@@ -8,7 +8,8 @@
  * with the tool), heap.c (the allocator: red zones,
  * quarantine, the malloc family), fault.c (the fault handler, general registers only),
  * strmem.c (libc's memory and string functions, checked against the blocks),
- * report.c (backtraces with libunwind, symbols with libdw, error reports).
+ * report.c (backtraces with libunwind, symbols with libdw, error reports), leak.c (the
+ * leak check at exit), suppress.c (the suppressions file's rules).
  *
  * SPDX-License-Identifier: MIT
  */
@@ -60,6 +61,9 @@ struct agent {
 	int redzone_exact;          /* --redzone=exact: no red-zone line where the slack serves */
 	int precise;                /* --precise: lines holding bytes outside a block are denied */
 	int verbose;
+	int leaks;                  /* 0 none, 1 definite (direct), 2 all (indirect too) */
+	int gen_suppressions;
+	uint64_t suppressed;        /* reports a suppression rule matched */
 	int result_fd;
 	int log_fd;                 /* log_file, or -1 (reports to stderr) */
 	pid_t pid;                  /* the process that writes the results */
@@ -69,8 +73,9 @@ struct agent {
 	uint64_t heap_reads, heap_writes, heap_allocs;
 	uint64_t errors;
 	uint64_t faults, hits, false_faults, handler_ns;  /* heap faults (watch.c counts its own) */
-	uintptr_t libc_text[2][2];
-	uintptr_t self_text[2];     /* the agent's own code */  /* libc's and the dynamic loader's code: [lo, hi) */
+	uintptr_t libc_text[2][2];  /* libc's and the dynamic loader's code: [lo, hi) */
+	uintptr_t self_text[2];     /* the agent's own code */
+	uintptr_t self_data[2];     /* and its writable data (never a leak check's root) */
 	int ready;
 };
 extern struct agent ag WL_HIDDEN;
@@ -100,13 +105,19 @@ static inline uint32_t line_of(uintptr_t a)
 void agent_init(void) WL_HIDDEN;
 void agent_write(const char *s, size_t n) WL_HIDDEN;       /* to the result file */
 pid_t agent_tid(void) WL_HIDDEN;                           /* gettid(), cached */
-void agent_halt(void) WL_HIDDEN;
-int agent_err_fd(void) WL_HIDDEN;       /* where reports go: the log file or stderr */        /* after a report: ends the process if halt_on_error */
+void agent_halt(void) WL_HIDDEN;        /* after a report: ends the process if halt_on_error */
+/* The process's end (canaries, leaks, results), once: the status error_exitcode asks for, or
+ * -1 for the program's own. */
+int agent_finish(void) WL_HIDDEN;
+int agent_err_fd(void) WL_HIDDEN;       /* where reports go: the log file or stderr */
 const char *agent_watch_name(int id) WL_HIDDEN;            /* -v's name of a watch, or NULL */
 
 /* heap.c */
 void heap_init(void) WL_HIDDEN;
 void heap_set_lines(uint32_t first, uint32_t n, unsigned deny) WL_HIDDEN;
+void heap_lock(void) WL_HIDDEN;
+void heap_unlock(void) WL_HIDDEN;
+uint32_t heap_nblocks(void) WL_HIDDEN;          /* block ids in use are below this */
 /* For C++'s operators (cxx.c): whether the agent serves allocations now (else they go to
  * libstdc++'s own operators), an allocation of a family, and its release by one. */
 int heap_serves(void) WL_HIDDEN;
@@ -115,6 +126,8 @@ void heap_delete(void *p, enum alloc_how how) WL_HIDDEN;
 
 /* fault.c */
 enum ulpt_action agent_fault(struct ulpt_fault *f, void *arg) WL_HIDDEN;
+/* signals.c: the agent's stand-in for the fatal signals' SIG_DFL (--check). */
+void signals_init(void) WL_HIDDEN;
 /* strmem.c: the checked memory and string functions. */
 void strmem_init(void) WL_HIDDEN;
 
@@ -143,5 +156,17 @@ uint32_t stack_capture(void) WL_HIDDEN;     /* the caller of malloc or free: a d
 void report_error(struct err *e) WL_HIDDEN;
 void heap_check_canaries(void) WL_HIDDEN;      /* every live block's, at exit */
 void report_hit(const struct wl_hit *h, void *arg) WL_HIDDEN;
+/* A group of lost blocks (count of them, bytes in all, first one of them, their allocation
+ * stack): reported unless a rule suppresses it (then 1). And the total, after them. */
+int report_leak(uint32_t stack, uint32_t first, uint64_t bytes, uint64_t count, int indirect) WL_HIDDEN;
+void report_leak_summary(uint64_t bytes, uint64_t objects) WL_HIDDEN;
+
+/* leak.c: the leak check, at the process's end. */
+void leak_check(void) WL_HIDDEN;
+
+/* suppress.c: the rules of the suppressions file; whether one of kind matches one of names
+ * (each frame's function, module and source file). */
+int suppress_load(const char *path, char *err, size_t errlen) WL_HIDDEN;
+int suppress_match(const char *kind, const char *const *names, int n) WL_HIDDEN;
 
 #endif

@@ -104,6 +104,12 @@ enum err_kind heap_classify(uintptr_t s, uintptr_t e, uintptr_t ip, int reads_on
 		uintptr_t end = l && l->state == BLK_LIVE ? l->user + l->size : 0;
 		if (end && s >= end && s < end + 128 && (s >> 12) == ((end - 1) >> 12))
 			return 0;
+		/* And they start at the 64-byte group that holds the string's first byte: a
+		 * chunk before a live block's start within that group (strlen-sse2's first
+		 * group, which dlopen's copies of library names reach). */
+		if (b && b->state == BLK_LIVE && s < b->user && s >= (b->user & ~(uintptr_t)63) &&
+		    e <= b->user + 64)
+			return 0;
 	}
 	if (overlaps(b, s, e, BLK_FREED) || overlaps(c, s, e, BLK_FREED)) {
 		*bid = (uint32_t)((overlaps(b, s, e, BLK_FREED) ? b : c) - ag.blocks);

@@ -83,15 +83,20 @@ static struct {
 	int state;                      /* 0 not decided, 1 deciding, 2 done */
 } h;
 
-static void heap_lock(void)
+void heap_lock(void)
 {
 	while (__atomic_exchange_n(&h.lock, 1, __ATOMIC_ACQUIRE))
 		__builtin_ia32_pause();
 }
 
-static void heap_unlock(void)
+void heap_unlock(void)
 {
 	__atomic_store_n(&h.lock, 0, __ATOMIC_RELEASE);
+}
+
+uint32_t heap_nblocks(void)
+{
+	return h.nblocks;
 }
 
 static void at_fork_prepare(void) { heap_lock(); }

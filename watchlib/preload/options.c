@@ -98,6 +98,20 @@ static int parse_redzone(const char *s, wl_opt_redzone_t *v, const char **want)
 	return 0;
 }
 
+static int parse_leaks(const char *s, wl_opt_leaks_t *v, const char **want)
+{
+	*want = "none, definite or all";
+	if (!strcmp(s, "none"))
+		*v = 0;
+	else if (!strcmp(s, "definite"))
+		*v = 1;
+	else if (!strcmp(s, "all"))
+		*v = 2;
+	else
+		return -1;
+	return 0;
+}
+
 static int parse_backend(const char *s, wl_opt_backend_t *v, const char **want)
 {
 	*want = "auto, ulpt or mprotect";
@@ -132,6 +146,10 @@ static const char *show_exitcode(const wl_opt_exitcode_t *v)
 }static const char *show_mode(const wl_opt_mode_t *v) { return *v ? wl_mode_name(*v) : ""; }
 static const char *show_redzone(const wl_opt_redzone_t *v) { return *v ? "exact" : "line"; }
 static const char *show_text(const wl_opt_text_t *v) { return *v; }
+static const char *show_leaks(const wl_opt_leaks_t *v)
+{
+	return *v == 0 ? "none" : *v == 2 ? "all" : "definite";
+}
 static const char *show_backend(const wl_opt_backend_t *v)
 {
 	return *v == 1 ? "ulpt" : *v == 2 ? "mprotect" : "auto";
@@ -221,6 +239,9 @@ int wl_options_check(const struct wl_options *o, const char *prefix, char *err, 
 		{ 1u << WL_OPT_precise, "precise" },
 		{ 1u << WL_OPT_align, "align" },
 		{ 1u << WL_OPT_redzone, "redzone" },
+		{ 1u << WL_OPT_leaks, "leaks" },
+		{ 1u << WL_OPT_suppressions, "suppressions" },
+		{ 1u << WL_OPT_gen_suppressions, "gen-suppressions" },
 	};
 
 	if (o->heap && o->check) {
@@ -229,8 +250,13 @@ int wl_options_check(const struct wl_options *o, const char *prefix, char *err, 
 	}
 	for (size_t i = 0; i < sizeof(need_check) / sizeof(need_check[0]); i++)
 		if ((o->given & need_check[i].bit) && !o->check) {
-			snprintf(err, errlen, "%s%s works only with %scheck", prefix,
-				 need_check[i].name, prefix);
+			/* Named as the command line spells it, or as the variable's key. */
+			char name[32];
+			size_t k = 0;
+			for (const char *c = need_check[i].name; *c && k + 1 < sizeof(name); c++)
+				name[k++] = *c == '-' && !*prefix ? '_' : *c;
+			name[k] = 0;
+			snprintf(err, errlen, "%s%s works only with %scheck", prefix, name, prefix);
 			return -1;
 		}
 	return 0;

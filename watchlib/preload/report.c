@@ -3,6 +3,12 @@
  * and ASan's users read: kind, access, address, the block, where it was allocated and freed.
  * Runs with in_agent set, so what libunwind and libdw allocate comes from watchlib's memory.
  *
+ * libdw (with libelf, libz, libbz2 and liblzma) is loaded at the first symbol a process needs,
+ * not with the agent: five libraries that every program would otherwise map and relocate at
+ * its start, most of a short run's cost in an emulator, for reports most runs never make. A
+ * dlopen while the loader is amid a dlopen or dlclose (a fault inside ld.so) would abort in
+ * ld.so's consistency check, so then the frames go without names.
+ *
  * Stacks are kept once each in a depot (a hash of their program counters), so a malloc-heavy
  * program costs one table entry per distinct allocation site, not per allocation.
  *
@@ -10,8 +16,10 @@
  */
 #define _GNU_SOURCE
 #define UNW_LOCAL_ONLY
+#include <dlfcn.h>
 #include <elfutils/libdwfl.h>
 #include <libunwind.h>
+#include <link.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -82,7 +90,7 @@ static int depot_grow(void)
 			*depot_slot(t, n, &d.words[o + 1], (int)d.words[o]) = o;
 	}
 	if (d.slots)
-		munmap(d.slots, d.nslots * sizeof(uint32_t));
+		wl_mem_unreserve(d.slots, d.nslots * sizeof(uint32_t));
 	d.slots = t;
 	d.nslots = n;
 	return 0;
@@ -161,45 +169,82 @@ static int stack_from(uintptr_t from, uintptr_t *out, int max)
 	return k;
 }
 
-static const Dwfl_Callbacks callbacks = {
-	.find_elf = dwfl_linux_proc_find_elf,
-	.find_debuginfo = dwfl_standard_find_debuginfo,
-};
+/* libdw's functions, from dlopen (the libdw.so.1 the agent was built against). */
+static struct {
+	int state;                  /* 0: not tried, 1: loaded, -1: not there */
+	Dwfl_Callbacks cb;
+#define DW_FN(name) __typeof__(name) *name
+	DW_FN(dwfl_begin); DW_FN(dwfl_end); DW_FN(dwfl_report_begin); DW_FN(dwfl_report_end);
+	DW_FN(dwfl_linux_proc_report); DW_FN(dwfl_addrmodule); DW_FN(dwfl_module_addrname);
+	DW_FN(dwfl_module_getsrc); DW_FN(dwfl_module_info); DW_FN(dwfl_lineinfo);
+#undef DW_FN
+} dw;
 
-/* "function file:line" of pc (a return address if not the first frame). */
-static void symbolize(uintptr_t pc, int first, char *fn, size_t fnlen, char *loc, size_t loclen)
+/* Called under dwfl_lock. 1 once libdw is there; 0 while it cannot be loaded yet. */
+static int dw_load(void)
+{
+	void *h;
+
+	if (dw.state)
+		return dw.state > 0;
+	if (_r_debug.r_state != RT_CONSISTENT)
+		return 0;               /* amid a dlopen: try again at the next report */
+	h = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
+	dw.state = -1;
+	if (!h)
+		return 0;
+#define DW_GET(name) if (!(*(void **)&dw.name = dlsym(h, #name))) return 0
+	DW_GET(dwfl_begin); DW_GET(dwfl_end); DW_GET(dwfl_report_begin); DW_GET(dwfl_report_end);
+	DW_GET(dwfl_linux_proc_report); DW_GET(dwfl_addrmodule); DW_GET(dwfl_module_addrname);
+	DW_GET(dwfl_module_getsrc); DW_GET(dwfl_module_info); DW_GET(dwfl_lineinfo);
+	if (!(*(void **)&dw.cb.find_elf = dlsym(h, "dwfl_linux_proc_find_elf")) ||
+	    !(*(void **)&dw.cb.find_debuginfo = dlsym(h, "dwfl_standard_find_debuginfo")))
+		return 0;
+#undef DW_GET
+	dw.state = 1;
+	return 1;
+}
+
+/* "function file:line" of pc (a return address if not the first frame), and the path of its
+ * module in mod (when asked: "" if not known). */
+static void symbolize(uintptr_t pc, int first, char *fn, size_t fnlen, char *loc, size_t loclen,
+		      char *modpath, size_t modlen)
 {
 	uintptr_t q = first ? pc : pc - 1;
 	Dwfl_Module *m = NULL;
 
 	snprintf(fn, fnlen, "?");
 	snprintf(loc, loclen, "?");
+	if (modpath)
+		*modpath = 0;
 	spin(&d.dwfl_lock);
-	for (int pass = 0; pass < 2 && !m; pass++) {
+	for (int pass = 0; pass < 2 && !m && dw_load(); pass++) {
 		if (!d.dwfl || pass) {
 			/* (Re)read the process's modules: libraries may have been loaded since. */
 			if (d.dwfl)
-				dwfl_end(d.dwfl);
-			d.dwfl = dwfl_begin(&callbacks);
+				dw.dwfl_end(d.dwfl);
+			d.dwfl = dw.dwfl_begin(&dw.cb);
 			if (!d.dwfl)
 				break;
-			dwfl_report_begin(d.dwfl);
-			dwfl_linux_proc_report(d.dwfl, getpid());
-			dwfl_report_end(d.dwfl, NULL, NULL);
+			dw.dwfl_report_begin(d.dwfl);
+			dw.dwfl_linux_proc_report(d.dwfl, getpid());
+			dw.dwfl_report_end(d.dwfl, NULL, NULL);
 		}
-		m = dwfl_addrmodule(d.dwfl, q);
+		m = dw.dwfl_addrmodule(d.dwfl, q);
 	}
 	if (m) {
-		const char *name = dwfl_module_addrname(m, q);
-		Dwfl_Line *line = dwfl_module_getsrc(m, q);
+		const char *name = dw.dwfl_module_addrname(m, q);
+		Dwfl_Line *line = dw.dwfl_module_getsrc(m, q);
 		const char *mod = NULL;
 		int lineno = 0;
 
-		dwfl_module_info(m, NULL, NULL, NULL, NULL, NULL, &mod, NULL);
+		dw.dwfl_module_info(m, NULL, NULL, NULL, NULL, NULL, &mod, NULL);
+		if (modpath && mod)
+			snprintf(modpath, modlen, "%s", mod);
 		if (name)
 			snprintf(fn, fnlen, "%s", name);
 		if (line) {
-			const char *file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
+			const char *file = dw.dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
 			if (file)
 				snprintf(loc, loclen, "%s:%d", file, lineno);
 		} else if (mod) {
@@ -231,23 +276,79 @@ static void put(struct out *o, const char *fmt, ...)
 		o->n += (size_t)r < sizeof(o->buf) - o->n ? (size_t)r : sizeof(o->buf) - o->n - 1;
 }
 
-static void frames(struct out *human, struct out *rec, const char *what, const uintptr_t *pcs,
-		   int n, int first_exact)
-{
-	char fn[256], loc[512];
+/* A report's frames, symbolised before it is printed (a suppression rule may match them):
+ * under the report's lock, so static. */
+#define REPORT_FRAMES (3 * MAX_FRAMES)
+static struct sym {
+	uintptr_t pc;
+	const char *what;           /* "access", "free", "alloc" */
+	char fn[256], loc[512], mod[256], file[512];
+} syms[REPORT_FRAMES];
+static int nsyms;
 
-	for (int i = 0; i < n; i++) {
-		symbolize(pcs[i], i == 0 && first_exact, fn, sizeof(fn), loc, sizeof(loc));
-		put(human, "    #%d 0x%lx in %s %s\n", i, (unsigned long)pcs[i], fn, loc);
-		put(rec, "frame\t%s\t0x%lx\t%s\t%s\n", what, (unsigned long)pcs[i], fn, loc);
+static void collect(const char *what, const uintptr_t *pcs, int n, int first_exact)
+{
+	for (int i = 0; i < n && nsyms < REPORT_FRAMES; i++) {
+		struct sym *y = &syms[nsyms++];
+		char *colon;
+
+		y->pc = pcs[i];
+		y->what = what;
+		symbolize(pcs[i], i == 0 && first_exact, y->fn, sizeof(y->fn), y->loc,
+			  sizeof(y->loc), y->mod, sizeof(y->mod));
+		memcpy(y->file, y->loc, sizeof(y->file));     /* same size */
+		colon = strrchr(y->file, ':');
+		if (colon)
+			*colon = 0;             /* "file:line": the file */
 	}
 }
 
-static void depot_frames(struct out *human, struct out *rec, const char *what, uint32_t id)
+static void collect_depot(const char *what, uint32_t id)
 {
-	if (!id || !d.words)
+	if (id && d.words)
+		collect(what, &d.words[id + 1], (int)d.words[id], 0);
+}
+
+static void print_frames(struct out *human, struct out *rec, const char *what)
+{
+	for (int i = 0, k = 0; i < nsyms; i++) {
+		const struct sym *y = &syms[i];
+		if (strcmp(y->what, what))
+			continue;
+		put(human, "    #%d 0x%lx in %s %s\n", k++, (unsigned long)y->pc, y->fn, y->loc);
+		put(rec, "frame\t%s\t0x%lx\t%s\t%s\n", what, (unsigned long)y->pc, y->fn, y->loc);
+	}
+}
+
+/* Whether a rule of the suppressions file matches a frame of the report. */
+static int suppressed(const char *kind)
+{
+	static const char *names[3 * REPORT_FRAMES];
+	int n = 0;
+
+	for (int i = 0; i < nsyms; i++) {
+		names[n++] = syms[i].fn;
+		names[n++] = syms[i].mod;
+		names[n++] = syms[i].file;
+	}
+	return suppress_match(kind, names, n);
+}
+
+/* gen_suppressions: a rule for this report, by its first named frame's function. */
+static void gen_rule(struct out *human, const char *kind)
+{
+	const char *pick = NULL;
+
+	if (!ag.gen_suppressions)
 		return;
-	frames(human, rec, what, &d.words[id + 1], (int)d.words[id], 0);
+	for (int i = 0; i < nsyms && !pick; i++)
+		if (strcmp(syms[i].fn, "?"))
+			pick = syms[i].fn;
+	for (int i = 0; i < nsyms && !pick; i++)
+		if (syms[i].mod[0])
+			pick = strrchr(syms[i].mod, '/') ? strrchr(syms[i].mod, '/') + 1 : syms[i].mod;
+	put(human, "Suppression rule for this report (for a --suppressions file):\n%s:^%s$\n\n",
+	    kind, pick ? pick : "*");
 }
 
 static const char *kind_name(enum err_kind k)
@@ -302,8 +403,19 @@ void report_error(struct err *e)
 		ag.blocks[e->block].overflowed = 1;    /* one bug, one report (heap.c's canaries) */
 	if (seen_before(e))
 		return;
-	__atomic_add_fetch(&ag.errors, 1, __ATOMIC_RELAXED);
 	spin(&lock);
+	nsyms = 0;
+	collect("access", pcs, n, at_access && !e->fn);
+	if (b && (b->state == BLK_FREED || e->kind == ERR_DOUBLE_FREE))
+		collect_depot("free", b->free_stack);
+	if (b)
+		collect_depot("alloc", b->alloc_stack);
+	if (suppressed(kind_name(e->kind))) {
+		__atomic_add_fetch(&ag.suppressed, 1, __ATOMIC_RELAXED);
+		unspin(&lock);
+		return;
+	}
+	__atomic_add_fetch(&ag.errors, 1, __ATOMIC_RELAXED);
 	human.n = rec.n = 0;
 	put(&human, "==%d== ERROR: ulpt-watch: %s%s%s%s on address 0x%lx at pc 0x%lx thread %d\n",
 	    (int)getpid(), kind_name(e->kind), e->pair ? " (" : "", e->pair ? e->pair : "",
@@ -318,12 +430,13 @@ void report_error(struct err *e)
 	if (e->found)
 		put(&human, "found at %s: the block's canary (the bytes next to it) was changed\n",
 		    e->found);
-	put(&rec, "error\t%s\t%s\t0x%lx\t%zu\t0x%lx\t0x%lx\t%zu\t%s\n", kind_name(e->kind), acc,
-	    (unsigned long)e->addr, e->size, (unsigned long)e->ip,
-	    (unsigned long)(b ? b->user : 0), b ? b->size : 0, e->found ? e->found : "access");
+	put(&rec, "error\t%s\t%s\t0x%lx\t%zu\t0x%lx\t0x%lx\t%zu\t%s\t1\t%s\n", kind_name(e->kind),
+	    acc, (unsigned long)e->addr, e->size, (unsigned long)e->ip,
+	    (unsigned long)(b ? b->user : 0), b ? b->size : 0, e->found ? e->found : "access",
+	    e->pair ? e->pair : "");
 	/* The first frame is the faulting instruction itself, but the caller's return address for
 	 * a range given to a libc function. */
-	frames(&human, &rec, "access", pcs, n, at_access && !e->fn);
+	print_frames(&human, &rec, "access");
 	if (b) {
 		uintptr_t end = b->user + b->size;
 		if (e->addr < b->user)
@@ -340,15 +453,16 @@ void report_error(struct err *e)
 			    (unsigned long)b->user, (unsigned long)end);
 		if (b->state == BLK_FREED || e->kind == ERR_DOUBLE_FREE) {
 			put(&human, "freed by thread %d here:\n", (int)b->free_tid);
-			depot_frames(&human, &rec, "free", b->free_stack);
+			print_frames(&human, &rec, "free");
 		}
 		put(&human, "allocated by thread %d here:\n", (int)b->alloc_tid);
-		depot_frames(&human, &rec, "alloc", b->alloc_stack);
+		print_frames(&human, &rec, "alloc");
 	} else {
 		put(&human, "0x%lx is not the start of a block this process allocated\n",
 		    (unsigned long)e->addr);
 	}
 	put(&human, "\n");
+	gen_rule(&human, kind_name(e->kind));
 	put(&rec, "end\n");
 	if (write(agent_err_fd(), human.buf, human.n) < 0) {
 		/* nothing to do: stderr is gone */
@@ -356,6 +470,58 @@ void report_error(struct err *e)
 	agent_write(rec.buf, rec.n);
 	unspin(&lock);
 	agent_halt();               /* halt_on_error: this was the first */
+}
+
+/* Leaks, in LeakSanitizer's format: a header before the first group, one paragraph per group
+ * of lost blocks with their allocation stack, a summary line. Called at the process's end
+ * only (leak.c), from one thread. */
+int report_leak(uint32_t stack, uint32_t first, uint64_t bytes, uint64_t count, int indirect)
+{
+	static int header;
+	static struct out human, rec;
+	const struct blk *b = &ag.blocks[first];
+
+	nsyms = 0;
+	collect_depot("alloc", stack);
+	if (suppressed("leak")) {
+		ag.suppressed++;
+		return 1;
+	}
+	human.n = rec.n = 0;
+	if (!header++)
+		put(&human, "==%d== ERROR: ulpt-watch: detected memory leaks\n\n", (int)getpid());
+	put(&human, "%s leak of %llu byte(s) in %llu object(s) allocated from:\n",
+	    indirect ? "Indirect" : "Direct", (unsigned long long)bytes, (unsigned long long)count);
+	put(&rec, "error\tleak\t%s\t0x%lx\t%llu\t0x0\t0x%lx\t%zu\texit\t%llu\n",
+	    indirect ? "indirect" : "direct", (unsigned long)b->user, (unsigned long long)bytes,
+	    (unsigned long)b->user, b->size, (unsigned long long)count);
+	print_frames(&human, &rec, "alloc");
+	if (!nsyms)
+		put(&human, "    (no stack: allocated before the agent took the heap)\n");
+	put(&human, "\n");
+	gen_rule(&human, "leak");
+	put(&rec, "end\n");
+	if (!indirect)
+		ag.errors++;            /* a definite leak is an error (error_exitcode) */
+	if (write(agent_err_fd(), human.buf, human.n) < 0) {
+		/* stderr is gone */
+	}
+	agent_write(rec.buf, rec.n);
+	return 0;
+}
+
+void report_leak_summary(uint64_t bytes, uint64_t objects)
+{
+	char line[160];
+	int n;
+
+	if (!objects)
+		return;
+	n = snprintf(line, sizeof(line), "SUMMARY: ulpt-watch: %llu byte(s) leaked in %llu "
+		     "allocation(s).\n\n", (unsigned long long)bytes, (unsigned long long)objects);
+	if (n > 0 && write(agent_err_fd(), line, (size_t)n) < 0) {
+		/* stderr is gone */
+	}
 }
 
 /* -v: one line per watchpoint hit. */
@@ -367,7 +533,7 @@ void report_hit(const struct wl_hit *h, void *arg)
 	(void)arg;
 	o.n = 0;
 	in_agent++;
-	symbolize(h->ip, 1, fn, sizeof(fn), loc, sizeof(loc));
+	symbolize(h->ip, 1, fn, sizeof(fn), loc, sizeof(loc), NULL, 0);
 	in_agent--;
 	const char *name = agent_watch_name(h->id);
 	if (name)

@@ -5,12 +5,20 @@
  * and for those signals the program's action becomes the one libulpt chains to (it gets every
  * signal that is not the library's), while what sigaction reports back is the program's own.
  *
+ * And the signals that end a process by default: with --check, where the program left one at
+ * SIG_DFL, the agent's handler runs the process's end (agent_finish: canaries, the leak check,
+ * the results; the leak check not if the signal came inside the agent) and then dies of the
+ * signal as the default would, as memcheck reports at a fatal signal. sigaction reports
+ * SIG_DFL for those, and a program's own action replaces the agent's.
+ *
  * SPDX-License-Identifier: MIT
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include "agent.h"
 
 extern int __sigaction(int, const struct sigaction *, struct sigaction *);
@@ -23,12 +31,65 @@ static int from_agent(uintptr_t ret)
 	return ret - ag.self_text[0] < ag.self_text[1] - ag.self_text[0];
 }
 
+/* The fatal signals whose SIG_DFL the agent stands in for (bit sig). */
+static uint64_t fatal_ours;
+
+static void on_fatal(int sig)
+{
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	sigset_t set;
+
+	if (!in_agent)
+		agent_finish();
+	__sigaction(sig, &dfl, NULL);
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	syscall(SYS_tgkill, getpid(), agent_tid(), sig);
+}
+
+void signals_init(void)
+{
+	static const int fatal[] = { SIGHUP, SIGINT, SIGQUIT, SIGILL, SIGABRT, SIGBUS, SIGFPE,
+				     SIGUSR1, SIGSEGV, SIGUSR2, SIGPIPE, SIGALRM, SIGTERM,
+				     SIGXCPU, SIGXFSZ, SIGSYS };
+
+	for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++) {
+		struct sigaction cur, sa = { .sa_handler = on_fatal, .sa_flags = SA_RESTART };
+		int sig = fatal[i];
+
+		if (ulpt_chained_action_(sig))
+			continue;               /* libulpt's own (SIGSEGV on mprotect) */
+		if (__sigaction(sig, NULL, &cur) || cur.sa_handler != SIG_DFL ||
+		    (cur.sa_flags & SA_SIGINFO))
+			continue;
+		sigemptyset(&sa.sa_mask);
+		if (!__sigaction(sig, &sa, NULL))
+			fatal_ours |= 1ull << sig;
+	}
+}
+
 static int wrapped_sigaction(int sig, const struct sigaction *act, struct sigaction *old,
 			     uintptr_t caller)
 {
+	if (sig > 0 && sig < 64 && (__atomic_load_n(&fatal_ours, __ATOMIC_RELAXED) >> sig & 1) &&
+	    !from_agent(caller)) {
+		/* Ours stands for SIG_DFL: so reported, and the program's own replaces it. */
+		int r = 0;
+		if (act)
+			r = __sigaction(sig, act, NULL);
+		if (r)
+			return r;
+		if (old) {
+			memset(old, 0, sizeof(*old));
+			old->sa_handler = SIG_DFL;
+		}
+		if (act)
+			__atomic_and_fetch(&fatal_ours, ~(1ull << sig), __ATOMIC_RELAXED);
+		return 0;
+	}
 	/* libulpt's own calls (linked into the agent) are real ones: resetting to SIG_DFL. */
 	struct sigaction *chained = ag.ready && !from_agent(caller) ? ulpt_chained_action_(sig) : NULL;
-
 	if (!chained)
 		return __sigaction(sig, act, old);
 	while (__atomic_exchange_n(&lock, 1, __ATOMIC_ACQUIRE))

@@ -35,6 +35,23 @@ static char *big, *big_bump, *big_end;      /* blocks above 1 MiB: a region of t
 static void *freelist[MAX_SHIFT + 1];
 static volatile int lock;
 
+/* Every mapping watchlib made, so that a scan of the process's memory (the agent's leak
+ * check) can leave watchlib's own out: [lo, hi), 0 where a slot is free. */
+#define MAX_RESERVED 128
+static uintptr_t reserved[MAX_RESERVED][2];
+
+static void note_reserved(void *p, size_t len)
+{
+	for (int i = 0; i < MAX_RESERVED; i++) {
+		uintptr_t zero = 0;
+		if (__atomic_compare_exchange_n(&reserved[i][0], &zero, (uintptr_t)p, 0,
+						__ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+			__atomic_store_n(&reserved[i][1], (uintptr_t)p + len, __ATOMIC_RELEASE);
+			return;
+		}
+	}
+}
+
 /* The raw system call: the agent's own sigprocmask must not recurse through the program. */
 static void block_all(sigset_t *old)
 {
@@ -70,6 +87,7 @@ static int ensure_region(void)
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
 		return -ENOMEM;
+	note_reserved(p, REGION_SIZE);
 	region = bump = p;
 	region_end = region + REGION_SIZE;
 	return 0;
@@ -93,8 +111,10 @@ void *wl_mem_alloc(size_t n)
 		if (!big) {
 			void *p = mmap(NULL, REGION_SIZE, PROT_READ | PROT_WRITE,
 				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-			if (p != MAP_FAILED)
+			if (p != MAP_FAILED) {
+				note_reserved(p, REGION_SIZE);
 				big = big_bump = p, big_end = big + REGION_SIZE;
+			}
 		}
 		if (!big || big_bump + len > big_end) {
 			release(&old);
@@ -193,5 +213,35 @@ void *wl_mem_reserve(size_t len)
 {
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	return p == MAP_FAILED ? NULL : p;
+
+	if (p == MAP_FAILED)
+		return NULL;
+	note_reserved(p, len);
+	return p;
+}
+
+void wl_mem_unreserve(void *p, size_t len)
+{
+	for (int i = 0; i < MAX_RESERVED; i++)
+		if (__atomic_load_n(&reserved[i][0], __ATOMIC_ACQUIRE) == (uintptr_t)p) {
+			reserved[i][1] = 0;
+			__atomic_store_n(&reserved[i][0], 0, __ATOMIC_RELEASE);
+			break;
+		}
+	munmap(p, len);
+}
+
+/* The first of watchlib's mappings that overlaps [lo, hi), in *rlo and *rhi: 1, or 0. */
+int wl_mem_reserved(uintptr_t lo, uintptr_t hi, uintptr_t *rlo, uintptr_t *rhi)
+{
+	for (int i = 0; i < MAX_RESERVED; i++) {
+		uintptr_t a = __atomic_load_n(&reserved[i][0], __ATOMIC_ACQUIRE);
+		uintptr_t b = __atomic_load_n(&reserved[i][1], __ATOMIC_ACQUIRE);
+		if (a && b && a < hi && b > lo) {
+			*rlo = a;
+			*rhi = b;
+			return 1;
+		}
+	}
+	return 0;
 }

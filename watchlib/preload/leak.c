@@ -1,0 +1,305 @@
+/*
+ * Leaks at a process's end (--check, the leaks option), found as LeakSanitizer and memcheck
+ * find them: a live block no pointer reaches is lost.
+ *
+ *  1. Roots: every readable and writable mapping of the process (/proc/self/maps), as
+ *     memcheck's root set: the data and bss of every loaded object, every thread's stack
+ *     (whole; this thread's from its stack pointer up) and static TLS, the program's own
+ *     mmap'd memory (an interpreter's object arenas), glibc's heap from before the agent
+ *     started; minus what is the agent's: watchlib's mappings (the arena itself, the block
+ *     table, the stack depot), the ULPT table view, the agent's own data. This thread's
+ *     registers are spilled onto its stack first. Memory is read through /proc/self/mem, so
+ *     a page the program or ulpt-watch denies (a -w watch) or a mapping past its file's end
+ *     cannot fault; no ptrace, so it works under a debugger too.
+ *  2. Every aligned word that points into a live block's bytes (its start or inside it)
+ *     marks that block reachable, and the marked blocks are scanned in turn.
+ *  3. A block left unmarked that another unmarked block points to is indirectly lost; the
+ *     others are directly ("definitely") lost. Pointers of a block to itself do not count.
+ *     In a lost cycle the block found first stays direct and the others are indirect, as
+ *     memcheck's clique leaders (LeakSanitizer calls the whole cycle indirect, so that a
+ *     leaked ring goes unreported by default).
+ *  4. The lost blocks are grouped by allocation stack, largest total first, and reported in
+ *     LeakSanitizer's format ("Direct leak of N byte(s) in M object(s) allocated from:").
+ *
+ * Other threads are not stopped: one still running at exit may change the heap under the
+ * scan, and a pointer held only in its registers is not seen (memcheck and LeakSanitizer stop
+ * them). leaks=definite reports the direct leaks, leaks=all the indirect ones too; direct
+ * leaks count as errors (error_exitcode).
+ *
+ * SPDX-License-Identifier: MIT
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "agent.h"
+
+enum { UNSEEN, REACHABLE, INDIRECT };
+#define SCANNED 4
+
+static struct {
+	uint8_t *mark;              /* per block id: UNSEEN, REACHABLE, INDIRECT, | SCANNED */
+	uint32_t *work, nwork, cap;
+	uint32_t nblocks;
+	int memfd;
+	uint8_t *buf;               /* a chunk read from /proc/self/mem */
+	uintptr_t view;             /* the ULPT table view (a mapping never scanned) */
+	uint32_t source;            /* the block being scanned (its pointers to itself skip) */
+	uint32_t leader;            /* the lost block the indirect ones are being found from */
+} lk;
+
+#define CHUNK (64u << 10)
+
+static void push(uint32_t id)
+{
+	if (lk.nwork < lk.cap)
+		lk.work[lk.nwork++] = id;
+}
+
+/* The aligned words of [p, p + n) (memory already readable here). */
+static void scan_words(const uintptr_t *p, size_t n, int tag)
+{
+	for (size_t i = 0; i < n / sizeof(*p); i++) {
+		uintptr_t v = p[i];
+		uint32_t id;
+		const struct blk *b;
+
+		if (!in_arena(v))
+			continue;
+		id = __atomic_load_n(&ag.owner[line_of(v)], __ATOMIC_RELAXED);
+		if (!id || id >= lk.nblocks || id == lk.source || id == lk.leader || lk.mark[id] & 3)
+			continue;
+		b = &ag.blocks[id];
+		if (b->state != BLK_LIVE || v < b->user || v - b->user >= (b->size ? b->size : 1))
+			continue;
+		lk.mark[id] = (uint8_t)tag;
+		push(id);
+	}
+}
+
+/* [lo, hi) through /proc/self/mem, in chunks; a chunk that cannot be read goes page by page
+ * (a page the kernel will not give is skipped). */
+static void scan_mem(uintptr_t lo, uintptr_t hi, int tag)
+{
+	lo = (lo + 7) & ~(uintptr_t)7;
+	hi &= ~(uintptr_t)7;
+	while (lo < hi) {
+		size_t n = hi - lo < CHUNK ? hi - lo : CHUNK;
+		ssize_t r = pread(lk.memfd, lk.buf, n, (off_t)lo);
+
+		if (r <= 0 && n > 4096 - (lo & 4095)) {
+			n = 4096 - (lo & 4095);           /* to the end of this page */
+			r = pread(lk.memfd, lk.buf, n, (off_t)lo);
+		}
+		if (r > 0)
+			scan_words((const uintptr_t *)lk.buf, (size_t)r, tag);
+		lo += r > 0 ? (size_t)r : n;
+	}
+}
+
+/* A root range minus watchlib's own mappings and the agent's data. */
+static void scan_root(uintptr_t lo, uintptr_t hi)
+{
+	uintptr_t rlo, rhi;
+
+	if (lo >= hi)
+		return;
+	if (wl_mem_reserved(lo, hi, &rlo, &rhi) ||
+	    (ag.self_data[1] > lo && ag.self_data[0] < hi &&
+	     (rlo = ag.self_data[0], rhi = ag.self_data[1], 1))) {
+		scan_root(lo, rlo < lo ? lo : rlo);
+		scan_root(rhi > hi ? hi : rhi, hi);
+		return;
+	}
+	scan_mem(lo, hi, REACHABLE);
+}
+
+/* A block's bytes: directly where its lines are open (the default --check layout), else
+ * through /proc/self/mem (--precise and --redzone=exact deny the lines it shares). */
+static void scan_block(uint32_t id, int tag)
+{
+	const struct blk *b = &ag.blocks[id];
+
+	lk.mark[id] |= SCANNED;
+	lk.source = id;
+	if (!exact_lines()) {
+		uintptr_t lo = (b->user + 7) & ~(uintptr_t)7, hi = (b->user + b->size) & ~(uintptr_t)7;
+		if (hi > lo)
+			scan_words((const uintptr_t *)lo, hi - lo, tag);
+	} else {
+		scan_mem(b->user, b->user + b->size, tag);
+	}
+	lk.source = 0;
+}
+
+static void drain(int tag)
+{
+	while (lk.nwork) {
+		uint32_t id = lk.work[--lk.nwork];
+		if (!(lk.mark[id] & SCANNED))
+			scan_block(id, tag);
+	}
+}
+
+/* /proc/self/maps, whole, in watchlib's memory: read before the scan and without stdio (a
+ * FILE of the agent's would be linked into libc's list of files, ahead of the program's,
+ * from memory the scan leaves out). */
+static char *read_maps(void)
+{
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	size_t cap = 1 << 16, len = 0;
+	char *text = fd >= 0 ? wl_mem_alloc(cap + 1) : NULL;
+	ssize_t r;
+
+	while (text && (r = read(fd, text + len, cap - len)) > 0) {
+		len += (size_t)r;
+		if (len == cap) {
+			char *t = wl_mem_realloc(text, 2 * cap + 1);
+			if (!t)
+				break;
+			text = t;
+			cap *= 2;
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	if (text)
+		text[len] = 0;
+	return text;
+}
+
+/* The roots: each line of maps is "lo-hi perms offset dev inode path". */
+static void scan_roots(char *maps, uintptr_t sp)
+{
+	for (char *line = maps, *next; line && *line; line = next) {
+		unsigned long lo, hi;
+		char perms[8] = "", path[256] = "";
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %255s", &lo, &hi, perms, path) < 3)
+			continue;
+		if (perms[0] != 'r' || perms[1] != 'w')
+			continue;
+		/* The kernel's pages, and devices (reading one may do something). */
+		if (!strcmp(path, "[vvar]") || !strcmp(path, "[vsyscall]") ||
+		    (!strncmp(path, "/dev/", 5) && strncmp(path, "/dev/shm/", 9) &&
+		     strncmp(path, "/dev/zero", 9)))
+			continue;
+		if (lk.view && lk.view >= lo && lk.view < hi)
+			continue;
+		if (sp >= lo && sp < hi)
+			lo = sp;                        /* this thread: its live frames */
+		scan_root(lo, hi);
+	}
+}
+
+struct group {
+	uint32_t stack;             /* depot id */
+	uint32_t first;             /* a block of it */
+	uint64_t bytes, count;
+	int indirect;
+};
+
+static int by_bytes(const void *a, const void *b)
+{
+	const struct group *x = a, *y = b;
+
+	if (x->indirect != y->indirect)
+		return x->indirect - y->indirect;       /* direct leaks first */
+	return x->bytes < y->bytes ? 1 : x->bytes > y->bytes ? -1 : 0;
+}
+
+/* This thread's registers, on its stack below the scan's start (so scanned). */
+__attribute__((noinline)) static uintptr_t spill_and_find_sp(uintptr_t *regs)
+{
+	uintptr_t sp;
+
+	__asm__ volatile("mov %%rbx, 0(%1)\n\tmov %%rbp, 8(%1)\n\tmov %%r12, 16(%1)\n\t"
+			 "mov %%r13, 24(%1)\n\tmov %%r14, 32(%1)\n\tmov %%r15, 40(%1)\n\t"
+			 "mov %%rsp, %0" : "=r"(sp) : "r"(regs) : "memory");
+	return sp;
+}
+
+void leak_check(void)
+{
+	uintptr_t regs[6];
+	uintptr_t sp;
+	struct group *g = NULL;
+	size_t ng = 0, cap = 0;
+	uint64_t bytes = 0, objects = 0;
+	char *maps;
+
+	if (ag.heap != HEAP_CHECK || !ag.leaks)
+		return;
+	in_agent++;
+	heap_lock();
+	lk.nblocks = heap_nblocks();
+	lk.mark = wl_mem_alloc(lk.nblocks);
+	lk.cap = lk.nblocks;
+	lk.work = wl_mem_alloc((size_t)lk.cap * sizeof(uint32_t));
+	lk.buf = wl_mem_alloc(CHUNK);
+	lk.memfd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
+	lk.view = (uintptr_t)ulpt_lib_state_.view;
+	maps = read_maps();
+	if (!lk.mark || !lk.work || !lk.buf || lk.memfd < 0 || !maps) {
+		heap_unlock();
+		in_agent--;
+		return;                 /* nothing to say without the means */
+	}
+	sp = spill_and_find_sp(regs);
+	scan_roots(maps, sp - 128);     /* the red zone below the stack pointer too */
+	wl_mem_free(maps);
+	scan_words(regs, sizeof(regs), REACHABLE);
+	drain(REACHABLE);
+	/* What only lost blocks reach is indirectly lost. */
+	for (uint32_t id = 1; id < lk.nblocks; id++)
+		if (ag.blocks[id].state == BLK_LIVE && !(lk.mark[id] & 3) && !(lk.mark[id] & SCANNED)) {
+			lk.leader = id;
+			scan_block(id, INDIRECT);
+			drain(INDIRECT);
+			lk.leader = 0;
+		}
+	/* Group the lost ones by allocation stack (a small table: few sites leak). */
+	for (uint32_t id = 1; id < lk.nblocks; id++) {
+		const struct blk *b = &ag.blocks[id];
+		int ind = (lk.mark[id] & 3) == INDIRECT;
+		size_t i;
+
+		if (b->state != BLK_LIVE || (lk.mark[id] & 3) == REACHABLE || (ind && ag.leaks < 2))
+			continue;
+		for (i = 0; i < ng && (g[i].stack != b->alloc_stack || g[i].indirect != ind); i++)
+			;
+		if (i == ng) {
+			if (ng == cap) {
+				struct group *n = wl_mem_realloc(g, (cap = cap ? 2 * cap : 16) * sizeof(*g));
+				if (!n)
+					break;
+				g = n;
+			}
+			g[ng++] = (struct group){ .stack = b->alloc_stack, .first = id, .indirect = ind };
+		}
+		g[i].bytes += b->size;
+		g[i].count++;
+	}
+	heap_unlock();
+	close(lk.memfd);
+	wl_mem_free(lk.mark);
+	wl_mem_free(lk.work);
+	wl_mem_free(lk.buf);
+	if (ng) {
+		qsort(g, ng, sizeof(*g), by_bytes);
+		for (size_t i = 0; i < ng; i++) {
+			if (report_leak(g[i].stack, g[i].first, g[i].bytes, g[i].count, g[i].indirect))
+				continue;               /* suppressed */
+			bytes += g[i].bytes;
+			objects += g[i].count;
+		}
+		report_leak_summary(bytes, objects);
+	}
+	wl_mem_free(g);
+	in_agent--;
+}
