@@ -133,7 +133,7 @@ r halt-exitcode --check --halt-on-error --error-exitcode=7 -- '$progs/twofrees'
 rm -f "\$o"/log-*.txt "\$o"/bare-log-*.txt
 r logfile --check --error-exitcode=3 --log-file="\$o/log-%p.txt" -- '$progs/forkbug'
 # Leaks at exit, and suppressions.
-for c in direct list cycle none exit abort fork; do
+for c in direct list cycle none exit abort fork roots; do
   r leaks-\$c --check --leaks=all -- '$progs/leaks' \$c
 done
 r leaks-definite --check -- '$progs/leaks' list
@@ -148,6 +148,9 @@ r supp-overflow --check --suppressions="\$o/supp-overflow.txt" -- '$progs/heapbu
 r supp-file --check --suppressions="\$o/supp-file.txt" -- '$progs/heapbugs' overflow-write
 r supp-bad --check --suppressions="\$o/supp-bad.txt" -- '$progs/exit3'
 r gen-supp --check --gen-suppressions -- '$progs/heapbugs' overflow-write
+# The rules it printed, fed back: both of its reports (the overflow, the leaked block) go.
+grep -A1 '^Suppression rule' "\$o/gen-supp.err" | grep -v '^Suppression rule\|^--' > "\$o/supp-gen.txt"
+r supp-gen --check --suppressions="\$o/supp-gen.txt" -- '$progs/heapbugs' overflow-write
 # The agent under a bare LD_PRELOAD, its settings in ULPT_WATCH_OPTIONS (no JSON: .res is the
 # result file when one is named).
 bare() {
@@ -165,6 +168,8 @@ bare bare-bad-value check=2 '$progs/exit3'
 bare bare-error-exitcode check=1:error_exitcode=5 '$progs/twofrees'
 bare bare-leaks check=1:leaks=all '$progs/leaks' list
 bare bare-supp "check=1:suppressions=\$o/supp-leak.txt" '$progs/leaks' direct
+bare bare-gen-supp check=1:gen_suppressions=1 '$progs/leaks' direct
+bare bare-leaks-bad check=1:leaks=some '$progs/exit3'
 bare bare-halt check=1:halt_on_error=1 '$progs/twofrees'
 bare bare-log "check=1:log_file=\$o/bare-log-%p.txt" '$progs/forkbug'
 bare bare-log-bad check=1:log_file=/nonexistent/dir/log '$progs/exit3'
@@ -465,6 +470,13 @@ for env in host guest; do
     "rc == 134 and len(L) == 1 and L[0]['size'] == 77 and 'killed by signal 6' in err"
   check $env leaks-fork "--check: a forked child checks its own heap at its exit: its leak on stderr, none in the parent's report" \
     "rc == 0 and L == [] and err.count('Direct leak of 33 byte(s) in 1 object(s)') == 1"
+  check $env leaks-roots "--check: blocks held only by another thread's stack, by its TLS, by the main thread's TLS, and one freed by an atexit handler: none lost (the one real leak found)" \
+    "rc == 0 and [(x['access'], x['size']) for x in L] == [('direct', 55)]"
+  check $env supp-gen "--gen-suppressions' rules fed back to --suppressions: its reports (an overflow, a leak) silenced and counted" \
+    "E == [] and L == [] and j['suppressed'] == 2"
+  check $env bare-gen-supp "bare LD_PRELOAD, gen_suppressions=1: the leak's rule after its report" "rc == 0 and 'leak:^leak_one\$' in err"
+  check $env bare-leaks-bad "bare LD_PRELOAD, leaks=some: one line, status 2" \
+    "rc == 2 and len(err.strip().splitlines()) == 1 and 'leaks' in err"
   check $env leaks-definite "--check (leaks=definite by default): the list's head only" \
     "[(x['access'], x['size']) for x in L] == [('direct', 32)] and 'Indirect' not in err"
   check $env leaks-off "--check --leaks=none: no leak check" "rc == 0 and L == [] and 'leak' not in err"

@@ -173,6 +173,13 @@ bad "unknown option" --no-such-option -- "$P"
 bad "--log-file in a directory that does not exist" --log-file="$T/no/dir/log" -- "$P"
 bad "--error-exitcode above 255" --check --error-exitcode=256 -- "$P"
 bad "--error-exitcode not a number" --check --error-exitcode=x -- "$P"
+bad "--leaks neither none, definite nor all" --check --leaks=some -- "$P"
+bad "--leaks without --check" --leaks=all -- "$P"
+bad "--suppressions file that cannot be read" --check --suppressions="$T/no/such.supp" -- "$P"
+check "--suppressions message" has "cannot read the suppressions file" "$T/err"
+bad "--suppressions without --check" --suppressions=/dev/null -- "$P"
+bad "--gen-suppressions without --check" --gen-suppressions -- "$P"
+check "--gen-suppressions message names the option as typed" has "ulpt-watch: --gen-suppressions works only with --check" "$T/err"
 bad "--halt-on-error with a value other than 0 or 1" --check --halt-on-error=yes -- "$P"
 
 # --- help and version ---

@@ -7,6 +7,10 @@
  *   exit      direct's leak, then _exit(0)
  *   abort     direct's leak, then abort()
  *   fork      the child leaks a 33-byte block and exits; the parent leaks nothing
+ *   roots     blocks reachable only from another thread's stack (the thread still blocked
+ *             at exit), only from that thread's TLS, only from the main thread's TLS, and one
+ *             freed by an atexit handler: none lost; plus direct's leak of 55 bytes, so that
+ *             the check is seen to run
  * Each leaking function is out of line and the stack is scrubbed after it, so that no stale
  * copy of a pointer stays where the scan looks.
  * SPDX-License-Identifier: MIT
@@ -14,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -49,6 +54,44 @@ __attribute__((noipa)) static struct node *make_list(int n)
 
 __attribute__((noipa)) static void leak_list(void) { opaque(make_list(3)); }
 
+__thread void *tls_block;       /* not static: stores to it stay */
+static void *freed_at_exit;
+static int ready[2];
+
+static void free_at_exit(void)
+{
+	free(freed_at_exit);
+}
+
+/* Keeps one block on its stack and one in its TLS, says so, and blocks until the end. */
+static void *holder(void *arg)
+{
+	void *volatile on_stack = opaque(malloc(61));
+	char c = 0;
+
+	(void)arg;
+	tls_block = opaque(malloc(62));
+	if (write(ready[1], &c, 1) != 1)
+		return NULL;
+	for (;;)
+		pause();
+	return on_stack;
+}
+
+__attribute__((noipa)) static int roots(void)
+{
+	pthread_t t;
+	char c;
+
+	tls_block = opaque(malloc(63));
+	freed_at_exit = opaque(malloc(64));
+	atexit(free_at_exit);
+	if (pipe(ready) || pthread_create(&t, NULL, holder, NULL) || read(ready[0], &c, 1) != 1)
+		return -1;
+	leak_one(55);
+	return 0;
+}
+
 __attribute__((noipa)) static void leak_cycle(void)
 {
 	void **a = opaque(malloc(48)), **b = opaque(malloc(48));
@@ -72,6 +115,9 @@ int main(int argc, char **argv)
 		free(opaque(malloc(100)));
 		if (!fopen("/dev/null", "r"))
 			return 1;
+	} else if (!strcmp(c, "roots")) {
+		if (roots() < 0)
+			return 1;
 	} else if (!strcmp(c, "fork")) {
 		pid_t pid = fork();
 		int st;
@@ -83,7 +129,7 @@ int main(int argc, char **argv)
 		if (pid < 0 || waitpid(pid, &st, 0) != pid)
 			return 1;
 	} else {
-		fprintf(stderr, "usage: leaks direct|list|cycle|none|exit|abort|fork\n");
+		fprintf(stderr, "usage: leaks direct|list|cycle|none|exit|abort|fork|roots\n");
 		return 2;
 	}
 	scrub();
