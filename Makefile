@@ -223,6 +223,8 @@ install: all
 	install -m 755 $(WB)/ulpt-watch $(DESTDIR)$(PREFIX)/bin/
 	install -m 755 $(WB)/libulpt-watch-agent.so $(DESTDIR)$(PREFIX)/lib/ulpt/
 	install -m 644 watchlib/man/ulpt-watch.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -d $(DESTDIR)$(PREFIX)/share/ulpt/suppressions
+	install -m 644 watchlib/suppressions/*.supp $(DESTDIR)$(PREFIX)/share/ulpt/suppressions/
 
 clean:
 	rm -rf $(B)

@@ -340,6 +340,7 @@ void agent_init(void)
 	} else {
 		dl_iterate_phdr(libc_cb, NULL);         /* our own code, libc's, the loader's */
 		strmem_init();
+		report_init();
 		if (ag.heap != HEAP_OFF)
 			heap_init();
 		if (ag.heap == HEAP_CHECK)

@@ -153,6 +153,7 @@ enum err_kind heap_classify(uintptr_t s, uintptr_t e, uintptr_t ip, int reads_on
 			    uint32_t *bid) WL_HIDDEN;
 uintptr_t heap_bad_byte(enum err_kind k, uint32_t bid, uintptr_t s) WL_HIDDEN;
 uint32_t stack_capture(void) WL_HIDDEN;     /* the caller of malloc or free: a depot id, 0 if none */
+void report_init(void) WL_HIDDEN;
 void report_error(struct err *e) WL_HIDDEN;
 void heap_check_canaries(void) WL_HIDDEN;      /* every live block's, at exit */
 void report_hit(const struct wl_hit *h, void *arg) WL_HIDDEN;

@@ -186,8 +186,16 @@ static void publish(uint32_t first, uint32_t n)
 		char *page = ag.arena + ((uintptr_t)pl << LINE_SHIFT);
 		uint64_t word = 0;
 
-		for (unsigned i = 0; i < 32; i++)
-			word |= (uint64_t)h.shadow[pl + i] << (2 * i);
+		/* 32 bytes of 2-bit rights packed into the line word, 8 bytes at a time. */
+		for (unsigned i = 0; i < 4; i++) {
+			uint64_t x;
+			__builtin_memcpy(&x, &h.shadow[pl + 8 * i], 8);
+			x &= 0x0303030303030303ull;
+			x = (x | x >> 6) & 0x000f000f000f000full;
+			x = (x | x >> 12) & 0x000000ff000000ffull;
+			x = (x | x >> 24) & 0xffffull;
+			word |= x << (16 * i);
+		}
 		if (ulpt_page_lines(page, word) < 0)
 			degrade();
 	}
@@ -327,6 +335,24 @@ static void canary_fill(const struct blk *b)
 	memset((void *)(b->user + b->size), CANARY, hi - b->user - b->size);
 }
 
+/* The first byte of [lo, hi) that is not the canary, or 0: eight at a time (this runs at
+ * every free, over up to 254 bytes). */
+static uintptr_t canary_first_bad(uintptr_t lo, uintptr_t hi)
+{
+	const uint64_t pat = 0x0101010101010101ull * CANARY;
+
+	for (; lo < hi && (lo & 7); lo++)
+		if (*(const volatile uint8_t *)lo != CANARY)
+			return lo;
+	for (; lo + 8 <= hi; lo += 8)
+		if (*(const volatile uint64_t *)lo != pat)
+			break;
+	for (; lo < hi; lo++)
+		if (*(const volatile uint8_t *)lo != CANARY)
+			return lo;
+	return 0;
+}
+
 /* The first changed canary byte of a live block (and how many follow it changed), or 0. */
 static uintptr_t canary_damage(const struct blk *b, size_t *n)
 {
@@ -335,12 +361,9 @@ static uintptr_t canary_damage(const struct blk *b, size_t *n)
 
 	if (b->overflowed || !canary_span(b, &lo, &hi))
 		return 0;
-	for (p = (const uint8_t *)lo; !a && (uintptr_t)p < b->user; p++)
-		if (*p != CANARY)
-			a = (uintptr_t)p;
-	for (p = (const uint8_t *)(b->user + b->size); !a && (uintptr_t)p < hi; p++)
-		if (*p != CANARY)
-			a = (uintptr_t)p;
+	a = canary_first_bad(lo, b->user);
+	if (!a)
+		a = canary_first_bad(b->user + b->size, hi);
 	if (!a)
 		return 0;
 	for (p = (const uint8_t *)a, *n = 0; (uintptr_t)p < hi && (uintptr_t)p != b->user && *p != CANARY; p++)

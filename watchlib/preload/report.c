@@ -65,12 +65,19 @@ static uint64_t pcs_hash(const uintptr_t *pcs, int n)
 
 /* The slot of the stack (pcs, n) in a table of nslots: its own, or the empty one for it. The
  * table is at most half full, so there is one. */
+static int same_pcs(const uintptr_t *a, const uintptr_t *b, int n)
+{
+	for (int i = 0; i < n; i++)             /* not memcmp: that is the agent's checked one */
+		if (a[i] != b[i])
+			return 0;
+	return 1;
+}
+
 static uint32_t *depot_slot(uint32_t *slots, uint32_t nslots, const uintptr_t *pcs, int n)
 {
 	for (uint32_t i = (uint32_t)pcs_hash(pcs, n) & (nslots - 1);; i = (i + 1) & (nslots - 1)) {
 		uint32_t o = slots[i];
-		if (!o || (d.words[o] == (uintptr_t)n &&
-			   !memcmp(&d.words[o + 1], pcs, n * sizeof(*pcs))))
+		if (!o || (d.words[o] == (uintptr_t)n && same_pcs(&d.words[o + 1], pcs, n)))
 			return &slots[i];
 	}
 }
@@ -122,6 +129,13 @@ static uint32_t depot_put(uintptr_t *pcs, int n)
 out:
 	unspin(&d.lock);
 	return id;
+}
+
+/* libunwind's caches per thread: its global ones take a lock that blocks and restores every
+ * signal, two system calls, at each frame it has not cached yet. */
+void report_init(void)
+{
+	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
 }
 
 static int in_agent_code(uintptr_t pc)
@@ -236,9 +250,10 @@ static void symbolize(uintptr_t pc, int first, char *fn, size_t fnlen, char *loc
 		const char *name = dw.dwfl_module_addrname(m, q);
 		Dwfl_Line *line = dw.dwfl_module_getsrc(m, q);
 		const char *mod = NULL;
+		Dwarf_Addr start = 0;
 		int lineno = 0;
 
-		dw.dwfl_module_info(m, NULL, NULL, NULL, NULL, NULL, &mod, NULL);
+		dw.dwfl_module_info(m, NULL, &start, NULL, NULL, NULL, &mod, NULL);
 		if (modpath && mod)
 			snprintf(modpath, modlen, "%s", mod);
 		if (name)
@@ -248,8 +263,14 @@ static void symbolize(uintptr_t pc, int first, char *fn, size_t fnlen, char *loc
 			if (file)
 				snprintf(loc, loclen, "%s:%d", file, lineno);
 		} else if (mod) {
+			/* A function without a name (a stripped program's static one) is told by
+			 * its offset in the module, as ASan prints it: a suppression can name it. */
 			const char *base = strrchr(mod, '/');
-			snprintf(loc, loclen, "%s", base ? base + 1 : mod);
+			if (name)
+				snprintf(loc, loclen, "%s", base ? base + 1 : mod);
+			else
+				snprintf(loc, loclen, "%s+0x%lx", base ? base + 1 : mod,
+					 (unsigned long)(pc - start));
 		}
 	}
 	unspin(&d.dwfl_lock);
@@ -334,21 +355,23 @@ static int suppressed(const char *kind)
 	return suppress_match(kind, names, n);
 }
 
-/* gen_suppressions: a rule for this report, by its first named frame's function. */
+/* gen_suppressions: a rule for this report, by its first frame (the access, or where a
+ * leaked block was allocated): the function, or for one without a name its module+offset. */
 static void gen_rule(struct out *human, const char *kind)
 {
 	const char *pick = NULL;
 
 	if (!ag.gen_suppressions)
 		return;
-	for (int i = 0; i < nsyms && !pick; i++)
-		if (strcmp(syms[i].fn, "?"))
-			pick = syms[i].fn;
-	for (int i = 0; i < nsyms && !pick; i++)
-		if (syms[i].mod[0])
-			pick = strrchr(syms[i].mod, '/') ? strrchr(syms[i].mod, '/') + 1 : syms[i].mod;
-	put(human, "Suppression rule for this report (for a --suppressions file):\n%s:^%s$\n\n",
-	    kind, pick ? pick : "*");
+	if (nsyms && strcmp(syms[0].fn, "?"))
+		pick = syms[0].fn;
+	else if (nsyms && strcmp(syms[0].file, "?"))
+		pick = syms[0].file;
+	if (pick)
+		put(human, "Suppression rule for this report (for a --suppressions file):\n%s:^%s$\n\n",
+		    kind, pick);
+	else
+		put(human, "Suppression rule for this report: none (its first frame has no name)\n\n");
 }
 
 static const char *kind_name(enum err_kind k)
