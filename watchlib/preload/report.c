@@ -21,6 +21,7 @@
 #include <libunwind.h>
 #include <link.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -248,12 +249,18 @@ static void symbolize(uintptr_t pc, int first, char *fn, size_t fnlen, char *loc
 	}
 	if (m) {
 		const char *name = dw.dwfl_module_addrname(m, q);
-		Dwfl_Line *line = dw.dwfl_module_getsrc(m, q);
-		const char *mod = NULL;
+		const char *mod = NULL, *debugfile = NULL;
 		Dwarf_Addr start = 0;
+		Dwfl_Line *line = NULL;
 		int lineno = 0;
 
-		dw.dwfl_module_info(m, NULL, &start, NULL, NULL, NULL, &mod, NULL);
+		dw.dwfl_module_info(m, NULL, &start, NULL, NULL, NULL, &mod, &debugfile);
+		/* Source lines from the module's own DWARF (a program or library built with -g);
+		 * a system library's, in a separate debug package (libc6-dbg), cost a
+		 * decompression of that whole package's DWARF at the first line looked up, ten
+		 * times a leak check's own time: its frames get the function's name only. */
+		if (!debugfile || (mod && !strcmp(debugfile, mod)))
+			line = dw.dwfl_module_getsrc(m, q);
 		if (modpath && mod)
 			snprintf(modpath, modlen, "%s", mod);
 		if (name)
@@ -307,6 +314,43 @@ static struct sym {
 } syms[REPORT_FRAMES];
 static int nsyms;
 
+/* The frames symbolised so far, by pc (and whether it is exact, not a return address): a
+ * leak report repeats the same callers in group after group, and each DWARF lookup is slow
+ * in an emulator. Only frames in a known module are kept (a library loaded later may yet
+ * cover the others). Under the report's lock, or at the end from one thread. */
+#define SYM_CACHE 4096
+static struct sym *sym_cache[SYM_CACHE];
+
+static struct sym **sym_slot(uintptr_t pc, int exact)
+{
+	uint32_t i = (uint32_t)(((pc << 1 | (unsigned)exact) * 0x9e3779b97f4a7c15ull) >> 52);
+
+	for (int k = 0; k < SYM_CACHE; k++, i = (i + 1) & (SYM_CACHE - 1)) {
+		struct sym *c = sym_cache[i];
+		if (!c || (c->pc == pc && (c->what != NULL) == exact))
+			return &sym_cache[i];
+	}
+	return NULL;
+}
+
+static void symbolize_cached(struct sym *y, int exact)
+{
+	struct sym **slot = sym_slot(y->pc, exact);
+
+	if (slot && *slot) {
+		memcpy(y->fn, (*slot)->fn, sizeof(y->fn));
+		memcpy(y->loc, (*slot)->loc, sizeof(y->loc));
+		memcpy(y->mod, (*slot)->mod, sizeof(y->mod));
+		return;
+	}
+	symbolize(y->pc, exact, y->fn, sizeof(y->fn), y->loc, sizeof(y->loc), y->mod,
+		  sizeof(y->mod));
+	if (slot && y->mod[0] && (*slot = wl_mem_alloc(sizeof(**slot)))) {
+		memcpy(*slot, y, sizeof(*y));
+		(*slot)->what = exact ? "" : NULL;     /* the key's exactness */
+	}
+}
+
 static void collect(const char *what, const uintptr_t *pcs, int n, int first_exact)
 {
 	for (int i = 0; i < n && nsyms < REPORT_FRAMES; i++) {
@@ -315,8 +359,7 @@ static void collect(const char *what, const uintptr_t *pcs, int n, int first_exa
 
 		y->pc = pcs[i];
 		y->what = what;
-		symbolize(pcs[i], i == 0 && first_exact, y->fn, sizeof(y->fn), y->loc,
-			  sizeof(y->loc), y->mod, sizeof(y->mod));
+		symbolize_cached(y, i == 0 && first_exact);
 		memcpy(y->file, y->loc, sizeof(y->file));     /* same size */
 		colon = strrchr(y->file, ':');
 		if (colon)
