@@ -286,6 +286,20 @@ assert e["freed"][0]["function"] == "g" and f["kind"] == "invalid-free" and f["b
 ' "$T/out.json"
 run --check -- "$P"
 check "summary: errors by kind" has "ulpt-watch: 2 errors (1 heap-overflow, 1 invalid-free)" "$T/err"
+# A leak record (its objects), a mismatch's pair, the suppressed count.
+FAKE_AGENT_RESULT=$'backend\tulpt\nerror\tleak\tdirect\t0x5000\t96\t0x0\t0x5000\t32\texit\t3\t\nframe\talloc\t0x401100\tmk\tt.c:7\nend\nerror\talloc-dealloc-mismatch\tfree\t0x6000\t0\t0x401200\t0x6000\t8\taccess\t1\tmalloc vs operator delete\nend\nsuppressed\t4\nstats\t0\t0\t0\t0\n'
+run --check --json "$T/out.json" -- "$P"
+check "--json with --check: a leak's objects, a mismatch's pair, the suppressed count" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+l, m = d["errors"]
+assert l["kind"] == "leak" and l["access"] == "direct" and l["size"] == 96 and l["objects"] == 3
+assert l["allocated"] == [{"pc": "0x401100", "function": "mk", "location": "t.c:7"}]
+assert m["pair"] == "malloc vs operator delete" and "objects" not in m and "pair" not in l
+assert d["suppressed"] == 4
+' "$T/out.json"
+run --check -- "$P"
+check "summary: leaks among the errors, and the suppressed reports" has "ulpt-watch: 2 errors (1 leak, 1 alloc-dealloc-mismatch), 4 suppressed" "$T/err"
 FAKE_AGENT_RESULT=$'backend\tulpt\nwatch\t9\t0x1\t1\t1\t1\nwatch\tx\nstats\t1\t2\nframe\taccess\t0x1\tf\t?\nend\nfuture\t1\t2\nwatch\t0\t0x2000\t4\tNaN\t1\nstats\t1\t1\t0\t1\n'
 run -w counter -- "$P"
 check "malformed result lines: skipped with a warning each, no crash" \
