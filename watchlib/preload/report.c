@@ -212,8 +212,12 @@ static int dw_load(void)
 	DW_GET(dwfl_begin); DW_GET(dwfl_end); DW_GET(dwfl_report_begin); DW_GET(dwfl_report_end);
 	DW_GET(dwfl_linux_proc_report); DW_GET(dwfl_addrmodule); DW_GET(dwfl_module_addrname);
 	DW_GET(dwfl_module_getsrc); DW_GET(dwfl_module_info); DW_GET(dwfl_lineinfo);
+	/* Separate debug files by build id, in the local debug directories only: the standard
+	 * finder also asks debuginfod for a module it cannot find (perl, most programs), which
+	 * loads libcurl and a TLS library whose start waits for the kernel's entropy (most of a
+	 * report's first second in the guest), and may go to the network from a checker. */
 	if (!(*(void **)&dw.cb.find_elf = dlsym(h, "dwfl_linux_proc_find_elf")) ||
-	    !(*(void **)&dw.cb.find_debuginfo = dlsym(h, "dwfl_standard_find_debuginfo")))
+	    !(*(void **)&dw.cb.find_debuginfo = dlsym(h, "dwfl_build_id_find_debuginfo")))
 		return 0;
 #undef DW_GET
 	dw.state = 1;
