@@ -21,7 +21,6 @@
 #include <libunwind.h>
 #include <link.h>
 #include <stdarg.h>
-#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
