@@ -78,6 +78,43 @@ void agent_write(const char *s, size_t n)
 	}
 }
 
+/* A whole file, NUL-terminated, in watchlib's memory (wl_mem_free it), read with read(2):
+ * no stdio, whose FILE would join libc's list of the program's files. NULL with errno set. */
+char *agent_read_file(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), e;
+	size_t cap = 1 << 16, len = 0;
+	char *text = fd >= 0 ? wl_mem_alloc(cap + 1) : NULL;
+	ssize_t r = 0;
+
+	if (fd >= 0 && !text)
+		errno = ENOMEM;
+	while (text && (r = read(fd, text + len, cap - len)) > 0) {
+		len += (size_t)r;
+		if (len == cap) {
+			char *t = wl_mem_realloc(text, 2 * cap + 1);
+			if (!t) {
+				r = -1;
+				errno = ENOMEM;
+				break;
+			}
+			text = t;
+			cap *= 2;
+		}
+	}
+	e = errno;
+	if (fd >= 0)
+		close(fd);
+	if (text && r < 0) {
+		wl_mem_free(text);
+		text = NULL;
+	}
+	if (text)
+		text[len] = 0;
+	errno = e;
+	return text;
+}
+
 static void say(const char *msg)
 {
 	char buf[512];

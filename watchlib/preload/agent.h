@@ -110,6 +110,7 @@ void agent_halt(void) WL_HIDDEN;        /* after a report: ends the process if h
  * -1 for the program's own. */
 int agent_finish(void) WL_HIDDEN;
 int agent_err_fd(void) WL_HIDDEN;       /* where reports go: the log file or stderr */
+char *agent_read_file(const char *path) WL_HIDDEN;         /* whole, in watchlib's memory */
 const char *agent_watch_name(int id) WL_HIDDEN;            /* -v's name of a watch, or NULL */
 
 /* heap.c */

@@ -99,16 +99,27 @@ static void scan_mem(uintptr_t lo, uintptr_t hi, int tag)
 	}
 }
 
-/* A root range minus watchlib's own mappings and the agent's data. */
+/* The first of the agent's own ranges (watchlib's mappings, the agent's data) that overlaps
+ * [lo, hi), in *rlo and *rhi: 1, or 0. */
+static int agent_range(uintptr_t lo, uintptr_t hi, uintptr_t *rlo, uintptr_t *rhi)
+{
+	if (wl_mem_reserved(lo, hi, rlo, rhi))
+		return 1;
+	if (ag.self_data[1] <= lo || ag.self_data[0] >= hi)
+		return 0;
+	*rlo = ag.self_data[0];
+	*rhi = ag.self_data[1];
+	return 1;
+}
+
+/* A root range minus the agent's own. */
 static void scan_root(uintptr_t lo, uintptr_t hi)
 {
 	uintptr_t rlo, rhi;
 
 	if (lo >= hi)
 		return;
-	if (wl_mem_reserved(lo, hi, &rlo, &rhi) ||
-	    (ag.self_data[1] > lo && ag.self_data[0] < hi &&
-	     (rlo = ag.self_data[0], rhi = ag.self_data[1], 1))) {
+	if (agent_range(lo, hi, &rlo, &rhi)) {
 		scan_root(lo, rlo < lo ? lo : rlo);
 		scan_root(rhi > hi ? hi : rhi, hi);
 		return;
@@ -141,33 +152,6 @@ static void drain(int tag)
 		if (!(lk.mark[id] & SCANNED))
 			scan_block(id, tag);
 	}
-}
-
-/* /proc/self/maps, whole, in watchlib's memory: read before the scan and without stdio (a
- * FILE of the agent's would be linked into libc's list of files, ahead of the program's,
- * from memory the scan leaves out). */
-static char *read_maps(void)
-{
-	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	size_t cap = 1 << 16, len = 0;
-	char *text = fd >= 0 ? wl_mem_alloc(cap + 1) : NULL;
-	ssize_t r;
-
-	while (text && (r = read(fd, text + len, cap - len)) > 0) {
-		len += (size_t)r;
-		if (len == cap) {
-			char *t = wl_mem_realloc(text, 2 * cap + 1);
-			if (!t)
-				break;
-			text = t;
-			cap *= 2;
-		}
-	}
-	if (fd >= 0)
-		close(fd);
-	if (text)
-		text[len] = 0;
-	return text;
 }
 
 /* The roots: each line of maps is "lo-hi perms offset dev inode path". */
@@ -244,7 +228,7 @@ void leak_check(void)
 	lk.buf = wl_mem_alloc(CHUNK);
 	lk.memfd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
 	lk.view = (uintptr_t)ulpt_lib_state_.view;
-	maps = read_maps();
+	maps = agent_read_file("/proc/self/maps");  /* before the scan: not a root of its own */
 	if (!lk.mark || !lk.work || !lk.buf || lk.memfd < 0 || !maps) {
 		heap_unlock();
 		in_agent--;

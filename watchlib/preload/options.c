@@ -89,42 +89,34 @@ static int parse_exitcode(const char *s, wl_opt_exitcode_t *v, const char **want
 	return 0;
 }
 
-static int parse_redzone(const char *s, wl_opt_redzone_t *v, const char **want)
+/* The value names of the types that are one of a few words, in their values' order. */
+static const char *const redzone_names[] = { "line", "exact" };
+static const char *const leaks_names[] = { "none", "definite", "all" };
+static const char *const backend_names[] = { "auto", "ulpt", "mprotect" };
+#define NNAMES(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* s's index among n names, or -1. */
+static int choose(const char *s, const char *const *names, int n)
 {
-	*want = "line or exact";
-	if (strcmp(s, "line") && strcmp(s, "exact"))
-		return -1;
-	*v = !strcmp(s, "exact");
-	return 0;
+	for (int i = 0; i < n; i++)
+		if (!strcmp(s, names[i]))
+			return i;
+	return -1;
 }
 
-static int parse_leaks(const char *s, wl_opt_leaks_t *v, const char **want)
-{
-	*want = "none, definite or all";
-	if (!strcmp(s, "none"))
-		*v = 0;
-	else if (!strcmp(s, "definite"))
-		*v = 1;
-	else if (!strcmp(s, "all"))
-		*v = 2;
-	else
-		return -1;
-	return 0;
+#define PARSE_CHOICE(type, wanted) \
+static int parse_##type(const char *s, wl_opt_##type##_t *v, const char **want) \
+{ \
+	int k = choose(s, type##_names, NNAMES(type##_names)); \
+	*want = wanted; \
+	if (k < 0) \
+		return -1; \
+	*v = k; \
+	return 0; \
 }
-
-static int parse_backend(const char *s, wl_opt_backend_t *v, const char **want)
-{
-	*want = "auto, ulpt or mprotect";
-	if (!strcmp(s, "auto"))
-		*v = 0;
-	else if (!strcmp(s, "ulpt"))
-		*v = 1;
-	else if (!strcmp(s, "mprotect"))
-		*v = 2;
-	else
-		return -1;
-	return 0;
-}
+PARSE_CHOICE(redzone, "line or exact")
+PARSE_CHOICE(leaks, "none, definite or all")
+PARSE_CHOICE(backend, "auto, ulpt or mprotect")
 
 static int parse_text(const char *s, wl_opt_text_t *v, const char **want)
 {
@@ -143,17 +135,17 @@ static const char *show_exitcode(const wl_opt_exitcode_t *v)
 	if (!*t)
 		snprintf(t, sizeof(text[0]), "%u", *v & 255);
 	return t;
-}static const char *show_mode(const wl_opt_mode_t *v) { return *v ? wl_mode_name(*v) : ""; }
-static const char *show_redzone(const wl_opt_redzone_t *v) { return *v ? "exact" : "line"; }
+}
+static const char *show_mode(const wl_opt_mode_t *v) { return *v ? wl_mode_name(*v) : ""; }
 static const char *show_text(const wl_opt_text_t *v) { return *v; }
-static const char *show_leaks(const wl_opt_leaks_t *v)
-{
-	return *v == 0 ? "none" : *v == 2 ? "all" : "definite";
+#define SHOW_CHOICE(type) \
+static const char *show_##type(const wl_opt_##type##_t *v) \
+{ \
+	return *v >= 0 && *v < NNAMES(type##_names) ? type##_names[*v] : "?"; \
 }
-static const char *show_backend(const wl_opt_backend_t *v)
-{
-	return *v == 1 ? "ulpt" : *v == 2 ? "mprotect" : "auto";
-}
+SHOW_CHOICE(redzone)
+SHOW_CHOICE(leaks)
+SHOW_CHOICE(backend)
 static const char *show_align(const wl_opt_align_t *v)
 {
 	static const char pow[13][5] = { "1", "2", "4", "8", "16", "32", "64", "128", "256",

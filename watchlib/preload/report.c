@@ -313,6 +313,7 @@ static void put(struct out *o, const char *fmt, ...)
 static struct sym {
 	uintptr_t pc;
 	const char *what;           /* "access", "free", "alloc" */
+	int exact;                  /* pc is the instruction, not a return address */
 	char fn[256], loc[512], mod[256], file[512];
 } syms[REPORT_FRAMES];
 static int nsyms;
@@ -330,15 +331,15 @@ static struct sym **sym_slot(uintptr_t pc, int exact)
 
 	for (int k = 0; k < SYM_CACHE; k++, i = (i + 1) & (SYM_CACHE - 1)) {
 		struct sym *c = sym_cache[i];
-		if (!c || (c->pc == pc && (c->what != NULL) == exact))
+		if (!c || (c->pc == pc && c->exact == exact))
 			return &sym_cache[i];
 	}
 	return NULL;
 }
 
-static void symbolize_cached(struct sym *y, int exact)
+static void symbolize_cached(struct sym *y)
 {
-	struct sym **slot = sym_slot(y->pc, exact);
+	struct sym **slot = sym_slot(y->pc, y->exact);
 
 	if (slot && *slot) {
 		memcpy(y->fn, (*slot)->fn, sizeof(y->fn));
@@ -346,12 +347,10 @@ static void symbolize_cached(struct sym *y, int exact)
 		memcpy(y->mod, (*slot)->mod, sizeof(y->mod));
 		return;
 	}
-	symbolize(y->pc, exact, y->fn, sizeof(y->fn), y->loc, sizeof(y->loc), y->mod,
+	symbolize(y->pc, y->exact, y->fn, sizeof(y->fn), y->loc, sizeof(y->loc), y->mod,
 		  sizeof(y->mod));
-	if (slot && y->mod[0] && (*slot = wl_mem_alloc(sizeof(**slot)))) {
+	if (slot && y->mod[0] && (*slot = wl_mem_alloc(sizeof(**slot))))
 		memcpy(*slot, y, sizeof(*y));
-		(*slot)->what = exact ? "" : NULL;     /* the key's exactness */
-	}
 }
 
 static void collect(const char *what, const uintptr_t *pcs, int n, int first_exact)
@@ -362,7 +361,8 @@ static void collect(const char *what, const uintptr_t *pcs, int n, int first_exa
 
 		y->pc = pcs[i];
 		y->what = what;
-		symbolize_cached(y, i == 0 && first_exact);
+		y->exact = i == 0 && first_exact;
+		symbolize_cached(y);
 		memcpy(y->file, y->loc, sizeof(y->file));     /* same size */
 		colon = strrchr(y->file, ':');
 		if (colon)
@@ -472,10 +472,12 @@ void report_error(struct err *e)
 		ag.blocks[e->block].overflowed = 1;    /* one bug, one report (heap.c's canaries) */
 	if (seen_before(e))
 		return;
+	int freed = b && (b->state == BLK_FREED || e->kind == ERR_DOUBLE_FREE);
+
 	spin(&lock);
 	nsyms = 0;
 	collect("access", pcs, n, at_access && !e->fn);
-	if (b && (b->state == BLK_FREED || e->kind == ERR_DOUBLE_FREE))
+	if (freed)
 		collect_depot("free", b->free_stack);
 	if (b)
 		collect_depot("alloc", b->alloc_stack);
@@ -520,7 +522,7 @@ void report_error(struct err *e)
 			put(&human, "0x%lx is located %lu bytes inside %zu-byte region [0x%lx,0x%lx)\n",
 			    (unsigned long)e->addr, (unsigned long)(e->addr - b->user), b->size,
 			    (unsigned long)b->user, (unsigned long)end);
-		if (b->state == BLK_FREED || e->kind == ERR_DOUBLE_FREE) {
+		if (freed) {
 			put(&human, "freed by thread %d here:\n", (int)b->free_tid);
 			print_frames(&human, &rec, "free");
 		}

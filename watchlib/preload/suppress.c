@@ -13,10 +13,8 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 #include "agent.h"
 
 #define MAX_RULES 1024
@@ -81,33 +79,14 @@ int suppress_match(const char *kind, const char *const *names, int n)
 /* Reads the file's rules; 0, or -1 with the reason in err. */
 int suppress_load(const char *path, char *err, size_t errlen)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), lineno = 0;
-	size_t cap = 1 << 16, len = 0;
-	char *text = NULL, *line, *next;
-	ssize_t r;
+	char *text = agent_read_file(path), *line, *next;
+	int lineno = 0;
 
-	if (fd < 0) {
+	if (!text) {
 		snprintf(err, errlen, "cannot read the suppressions file %s: %s", path,
 			 strerror(errno));
 		return -1;
 	}
-	text = wl_mem_alloc(cap + 1);
-	while (text && (r = read(fd, text + len, cap - len)) > 0) {
-		len += (size_t)r;
-		if (len == cap) {
-			char *t = wl_mem_realloc(text, 2 * cap + 1);
-			if (!t)
-				break;
-			text = t;
-			cap *= 2;
-		}
-	}
-	close(fd);
-	if (!text) {
-		snprintf(err, errlen, "out of memory reading %s", path);
-		return -1;
-	}
-	text[len] = 0;
 	for (line = text; line; line = next) {
 		char *colon, *e;
 		size_t k;
