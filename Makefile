@@ -111,7 +111,7 @@ $(B)/examples/%: examples/demo/%.c
 $(B)/bench/%: bench/%.c bench/raw-stub.h libulpt/include/ulpt.h $(LB)/libulpt.so
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -Wall -Wextra -Werror -Ilibulpt/include -Iinclude -o $@ $< -L$(LB) -lulpt -lpthread '-Wl,-rpath,$$ORIGIN/../libulpt'
-LIBULPT := $(patsubst bench/%.c,$(B)/bench/%,$(wildcard bench/*.c)) $(LB)/libulpt.a $(LB)/libulpt.so $(patsubst libulpt/test/%.c,$(LB)/test/%,$(wildcard libulpt/test/*.c)) \
+LIBULPT := $(patsubst bench/%.c,$(B)/bench/%,$(filter-out bench/lsan-init.c,$(wildcard bench/*.c))) $(B)/bench/lsan-init.so $(LB)/libulpt.a $(LB)/libulpt.so $(patsubst libulpt/test/%.c,$(LB)/test/%,$(wildcard libulpt/test/*.c)) \
 	$(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
 libulpt: $(LIBULPT)
 
@@ -169,6 +169,10 @@ $(B)/bench/watch-%: bench/watch-%.c $(WB)/libwatch.a
 $(B)/bench/heap-%: bench/heap-%.c
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -Wall -Wextra -Werror -o $@ $<
+# Preloaded after liblsan by the bench's LeakSanitizer runs (no libulpt).
+$(B)/bench/lsan-init.so: bench/lsan-init.c
+	@mkdir -p $(@D)
+	$(CC) -O2 -g -Wall -Wextra -Werror -shared -fPIC -o $@ $<
 
 # The demo: what the guest's CPU is, then a watch session in it: who writes to `balance`?
 run: all

@@ -133,7 +133,7 @@ r halt-exitcode --check --halt-on-error --error-exitcode=7 -- '$progs/twofrees'
 rm -f "\$o"/log-*.txt "\$o"/bare-log-*.txt
 r logfile --check --error-exitcode=3 --log-file="\$o/log-%p.txt" -- '$progs/forkbug'
 # Leaks at exit, and suppressions.
-for c in direct list cycle none exit abort fork roots; do
+for c in direct list cycle none exit abort fork roots sparse; do
   r leaks-\$c --check --leaks=all -- '$progs/leaks' \$c
 done
 r leaks-definite --check -- '$progs/leaks' list
@@ -472,6 +472,9 @@ for env in host guest; do
     "rc == 0 and L == [] and err.count('Direct leak of 33 byte(s) in 1 object(s)') == 1"
   check $env leaks-roots "--check: blocks held only by another thread's stack, by its TLS, by the main thread's TLS, and one freed by an atexit handler: none lost (the one real leak found)" \
     "rc == 0 and [(x['access'], x['size']) for x in L] == [('direct', 55)]"
+  check $env leaks-sparse "--check --leaks=all: pointers in big, barely touched memory (a kept 4 MiB block, an 8 MiB mapping, a lost 1 MiB block): found past the untouched pages" \
+    "rc == 0 and [(x['access'], x['size']) for x in L] == [('direct', 1048576), ('direct', 57), ('indirect', 72)]" \
+    "j['leak_check_ns'] > 0"
   check $env supp-gen "--gen-suppressions' rules fed back to --suppressions: its reports (an overflow, a leak) silenced and counted" \
     "E == [] and L == [] and j['suppressed'] == 2"
   check $env bare-gen-supp "bare LD_PRELOAD, gen_suppressions=1: the leak's rule after its report" "rc == 0 and 'leak:^leak_one\$' in err"
@@ -479,7 +482,8 @@ for env in host guest; do
     "rc == 2 and len(err.strip().splitlines()) == 1 and 'leaks' in err"
   check $env leaks-definite "--check (leaks=definite by default): the list's head only" \
     "[(x['access'], x['size']) for x in L] == [('direct', 32)] and 'Indirect' not in err"
-  check $env leaks-off "--check --leaks=none: no leak check" "rc == 0 and L == [] and 'leak' not in err"
+  check $env leaks-off "--check --leaks=none: no leak check (and no time of one in the report)" \
+    "rc == 0 and L == [] and 'leak' not in err" "j['leak_check_ns'] is None"
   check $env leaks-exitcode "--check --error-exitcode=7: a definite leak is an error: status 7" \
     "rc == 7 and len(L) == 1"
   check $env supp-leak "--suppressions: leak:leak_one (with a comment and a blank line) silences the leak, counts it, status 0 under --error-exitcode" \

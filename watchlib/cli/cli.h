@@ -64,6 +64,8 @@ struct report {
 	uint64_t faults, hits, false_faults, handler_ns;
 	int have_suppressed;
 	uint64_t suppressed;        /* reports a suppression rule matched */
+	int have_leak_ns;
+	uint64_t leak_ns;           /* the leak check's time at exit, its report included */
 	struct heap_error *errors;
 	size_t nerrors, cap;
 };

@@ -60,6 +60,10 @@ static int take_record(char **f, size_t nf, struct report *rep, struct options *
 		if (nf < 2 || parse_u64(f[1], &rep->suppressed))
 			return -1;
 		rep->have_suppressed = 1;
+	} else if (!strcmp(t, "leakcheck")) {
+		if (nf < 2 || parse_u64(f[1], &rep->leak_ns))
+			return -1;
+		rep->have_leak_ns = 1;
 	} else if (!strcmp(t, "stats")) {
 		if (nf < 5 || parse_fields(f + 1, 4, (uint64_t *[]){&rep->faults, &rep->hits,
 								      &rep->false_faults,
@@ -438,6 +442,7 @@ int report_json(FILE *out, const char *outname, const struct report *rep,
 		json_object_object_add(root, "errors", a);
 		json_object_object_add(root, "suppressed",
 				       count(rep->have_suppressed, rep->suppressed));
+		json_object_object_add(root, "leak_check_ns", count(rep->have_leak_ns, rep->leak_ns));
 	}
 	json_object_object_add(root, "false_faults", count(rep->have_stats, rep->false_faults));
 	json_object_object_add(root, "faults", count(rep->have_stats, rep->faults));

@@ -431,6 +431,11 @@ static void write_results(void)
 		n = snprintf(line, sizeof(line), "suppressed\t%llu\n",
 			     (unsigned long long)ag.suppressed);
 		agent_write(line, (size_t)n);
+		if (ag.leaks) {
+			n = snprintf(line, sizeof(line), "leakcheck\t%llu\n",
+				     (unsigned long long)ag.leak_ns);
+			agent_write(line, (size_t)n);
+		}
 	}
 	n = snprintf(line, sizeof(line), "stats\t%llu\t%llu\t%llu\t%llu\n",
 		     (unsigned long long)(st.faults + ag.faults),

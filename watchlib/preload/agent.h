@@ -64,6 +64,7 @@ struct agent {
 	int leaks;                  /* 0 none, 1 definite (direct), 2 all (indirect too) */
 	int gen_suppressions;
 	uint64_t suppressed;        /* reports a suppression rule matched */
+	uint64_t leak_ns;           /* the leak check's own time at the end, its report included */
 	int result_fd;
 	int log_fd;                 /* log_file, or -1 (reports to stderr) */
 	pid_t pid;                  /* the process that writes the results */

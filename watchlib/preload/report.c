@@ -22,6 +22,7 @@
 #include <link.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -191,6 +192,7 @@ static struct {
 	DW_FN(dwfl_begin); DW_FN(dwfl_end); DW_FN(dwfl_report_begin); DW_FN(dwfl_report_end);
 	DW_FN(dwfl_linux_proc_report); DW_FN(dwfl_addrmodule); DW_FN(dwfl_module_addrname);
 	DW_FN(dwfl_module_getsrc); DW_FN(dwfl_module_info); DW_FN(dwfl_lineinfo);
+	DW_FN(dwfl_module_getsymtab); DW_FN(dwfl_module_getsym_info);
 #undef DW_FN
 } dw;
 
@@ -211,6 +213,7 @@ static int dw_load(void)
 	DW_GET(dwfl_begin); DW_GET(dwfl_end); DW_GET(dwfl_report_begin); DW_GET(dwfl_report_end);
 	DW_GET(dwfl_linux_proc_report); DW_GET(dwfl_addrmodule); DW_GET(dwfl_module_addrname);
 	DW_GET(dwfl_module_getsrc); DW_GET(dwfl_module_info); DW_GET(dwfl_lineinfo);
+	DW_GET(dwfl_module_getsymtab); DW_GET(dwfl_module_getsym_info);
 	/* Separate debug files by build id, in the local debug directories only: the standard
 	 * finder also asks debuginfod for a module it cannot find (perl, most programs), which
 	 * loads libcurl and a TLS library whose start waits for the kernel's entropy (most of a
@@ -221,6 +224,112 @@ static int dw_load(void)
 #undef DW_GET
 	dw.state = 1;
 	return 1;
+}
+
+/*
+ * A module's symbols sorted by address, built at its first lookup: libdw's
+ * dwfl_module_addrname searches the whole symbol table at each call (a libc with its debug
+ * file has tens of thousands of symbols), most of a leak report's time once its frames number
+ * in the hundreds. The same choice as libdw's: the closest symbol at or below the address
+ * that contains it (global before weak before local at one address), else the closest
+ * sizeless one. Under dwfl_lock; dropped with the Dwfl whose names they point into.
+ */
+struct fsym {
+	uintptr_t addr, size;
+	const char *name;
+	int rank;                   /* 2 global, 1 weak, 0 local */
+};
+
+#define SYM_MODULES 128
+static struct {
+	Dwfl_Module *m;
+	struct fsym *s;             /* NULL: not built (libdw's own search is used) */
+	size_t n;
+} modsyms[SYM_MODULES];
+static int nmodsyms;
+
+static int fsym_order(const void *a, const void *b)
+{
+	const struct fsym *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	if (x->rank != y->rank)
+		return y->rank - x->rank;
+	return x->size < y->size ? 1 : x->size > y->size ? -1 : 0;
+}
+
+static void modsyms_drop(void)
+{
+	for (int i = 0; i < nmodsyms; i++)
+		wl_mem_free(modsyms[i].s);
+	nmodsyms = 0;
+}
+
+static int modsyms_build(Dwfl_Module *m)
+{
+	int n = dw.dwfl_module_getsymtab(m), k = 0;
+	struct fsym *s = n > 0 ? wl_mem_alloc((size_t)n * sizeof(*s)) : NULL;
+
+	if (nmodsyms == SYM_MODULES)
+		return -1;
+	for (int i = 1; s && i < n; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr = 0;
+		GElf_Word shndx = 0;
+		const char *name = dw.dwfl_module_getsym_info(m, i, &sym, &addr, &shndx, NULL, NULL);
+		int type = GELF_ST_TYPE(sym.st_info), bind = GELF_ST_BIND(sym.st_info);
+
+		if (!name || !*name || shndx == SHN_UNDEF || type == STT_SECTION ||
+		    type == STT_FILE || type == STT_TLS)
+			continue;
+		s[k++] = (struct fsym){ addr, sym.st_size, name,
+					bind == STB_GLOBAL ? 2 : bind == STB_WEAK ? 1 : 0 };
+	}
+	if (s)
+		qsort(s, (size_t)k, sizeof(*s), fsym_order);
+	modsyms[nmodsyms].m = m;
+	modsyms[nmodsyms].s = s;
+	modsyms[nmodsyms].n = (size_t)k;
+	return nmodsyms++;
+}
+
+static const char *addr_name(Dwfl_Module *m, uintptr_t q)
+{
+	const struct fsym *s, *sizeless = NULL;
+	size_t lo = 0, hi, j;
+	int i;
+
+	for (i = 0; i < nmodsyms && modsyms[i].m != m; i++)
+		;
+	if (i == nmodsyms)
+		i = modsyms_build(m);
+	if (i < 0 || !modsyms[i].s)
+		return dw.dwfl_module_addrname(m, q);
+	s = modsyms[i].s;
+	hi = modsyms[i].n;
+	while (lo < hi) {                       /* the first symbol above q */
+		size_t mid = lo + (hi - lo) / 2;
+		if (s[mid].addr <= q)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* Back through the closest addresses (a few: nested and overlapping symbols are rare). */
+	for (j = lo; j > 0 && lo - j < 64; ) {
+		size_t g = j - 1;
+
+		while (g > 0 && s[g - 1].addr == s[j - 1].addr)
+			g--;
+		for (size_t k = g; k < j; k++) {
+			if (s[k].size && q - s[k].addr < s[k].size)
+				return s[k].name;
+			if (!s[k].size && !sizeless)
+				sizeless = &s[k];
+		}
+		j = g;
+	}
+	return sizeless ? sizeless->name : NULL;
 }
 
 /* "function file:line" of pc (a return address if not the first frame), and the path of its
@@ -239,8 +348,10 @@ static void symbolize(uintptr_t pc, int first, char *fn, size_t fnlen, char *loc
 	for (int pass = 0; pass < 2 && !m && dw_load(); pass++) {
 		if (!d.dwfl || pass) {
 			/* (Re)read the process's modules: libraries may have been loaded since. */
-			if (d.dwfl)
+			if (d.dwfl) {
+				modsyms_drop();
 				dw.dwfl_end(d.dwfl);
+			}
 			d.dwfl = dw.dwfl_begin(&dw.cb);
 			if (!d.dwfl)
 				break;
@@ -251,7 +362,7 @@ static void symbolize(uintptr_t pc, int first, char *fn, size_t fnlen, char *loc
 		m = dw.dwfl_addrmodule(d.dwfl, q);
 	}
 	if (m) {
-		const char *name = dw.dwfl_module_addrname(m, q);
+		const char *name = addr_name(m, q);
 		const char *mod = NULL, *debugfile = NULL;
 		Dwarf_Addr start = 0;
 		Dwfl_Line *line = NULL;

@@ -11,6 +11,11 @@
  *             at exit), only from that thread's TLS, only from the main thread's TLS, and one
  *             freed by an atexit handler: none lost; plus direct's leak of 55 bytes, so that
  *             the check is seen to run
+ *   sparse    big, barely touched memory, whose untouched pages the scan skips: a kept 4 MiB
+ *             block whose middle and last words point to blocks (reachable), an 8 MiB
+ *             anonymous mapping with one pointer 5 MiB in (reachable), a lost 1 MiB block
+ *             pointing from its last word to a 72-byte one (direct and indirect), and
+ *             direct's leak of 57 bytes
  * Each leaking function is out of line and the stack is scrubbed after it, so that no stale
  * copy of a pointer stays where the scan looks.
  * SPDX-License-Identifier: MIT
@@ -19,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -99,6 +105,25 @@ __attribute__((noipa)) static void leak_cycle(void)
 	b[0] = a;
 }
 
+void **big_kept;
+
+__attribute__((noipa)) static int sparse(void)
+{
+	size_t n = (4u << 20) / sizeof(void *), m = (1u << 20) / sizeof(void *);
+	void **map = mmap(NULL, 8u << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void **lost = opaque(malloc(m * sizeof(void *)));
+
+	big_kept = opaque(malloc(n * sizeof(void *)));
+	if (map == MAP_FAILED || !big_kept || !lost)
+		return -1;
+	big_kept[n / 2 + 1] = opaque(malloc(70));
+	big_kept[n - 1] = opaque(malloc(69));
+	map[(5u << 20) / sizeof(void *)] = opaque(malloc(71));
+	lost[m - 1] = opaque(malloc(72));
+	leak_one(57);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *c = argc > 1 ? argv[1] : "";
@@ -118,6 +143,9 @@ int main(int argc, char **argv)
 	} else if (!strcmp(c, "roots")) {
 		if (roots() < 0)
 			return 1;
+	} else if (!strcmp(c, "sparse")) {
+		if (sparse() < 0)
+			return 1;
 	} else if (!strcmp(c, "fork")) {
 		pid_t pid = fork();
 		int st;
@@ -129,7 +157,7 @@ int main(int argc, char **argv)
 		if (pid < 0 || waitpid(pid, &st, 0) != pid)
 			return 1;
 	} else {
-		fprintf(stderr, "usage: leaks direct|list|cycle|none|exit|abort|fork|roots\n");
+		fprintf(stderr, "usage: leaks direct|list|cycle|none|exit|abort|fork|roots|sparse\n");
 		return 2;
 	}
 	scrub();
