@@ -6,7 +6,7 @@ QEMU_BIN := $(B)/qemu/obj/qemu-system-x86_64
 KERNEL := $(B)/linux/obj/arch/x86/boot/bzImage
 INITRAMFS := $(B)/initramfs.cpio
 CC := gcc
-GUEST_CFLAGS := -O2 -g -Wall -Wextra -Werror -static -Iguest -Iinclude -I$(B)/linux/headers/include
+GUEST_CFLAGS := -O2 -g -Wall -Wextra -Werror -static -Iguest -Iinclude -Ilibulpt/include -I$(B)/linux/headers/include
 
 GUEST_PROGS := $(patsubst guest/%.c,$(B)/guest/bin/%,$(wildcard guest/*.c))
 GUEST_TESTS := $(patsubst tests/guest/%.c,$(B)/guest/tests/%,$(wildcard tests/guest/*.c)) $(B)/guest/tests/ulpt
@@ -37,7 +37,7 @@ kernel: | deps
 
 initramfs: $(INITRAMFS)
 
-$(B)/guest/bin/%: guest/%.c guest/ulpt-handler.h include/ulpt/arch.h | kernel
+$(B)/guest/bin/%: guest/%.c guest/ulpt-handler.h include/ulpt/arch.h libulpt/include/ulpt.h | kernel
 	@mkdir -p $(@D)
 	$(CC) $(GUEST_CFLAGS) $(DEPFLAGS) -o $@ $<
 $(B)/guest/tests/%: tests/guest/%.c tests/lib/tap.h tests/lib/select.h guest/ulpt-handler.h include/ulpt/arch.h | kernel

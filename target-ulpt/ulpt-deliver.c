@@ -194,6 +194,7 @@ void helper_ulpt_uiret(CPUX86State *env)
         env->ulpt.step_entry1 = f.entry1;
         env->ulpt.step_start = f.start;
         env->hflags |= HF_ULPT_PERMIT_MASK | HF_INHIBIT_IRQ_MASK;
+        env->ulpt_stats.returns_permit++;
     }
     trace_ulpt_uiret(env_cpu(env)->cpu_index, f.rip, f.rsp,
                      (env->hflags & HF_ULPT_PERMIT_MASK) ?

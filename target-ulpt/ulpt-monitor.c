@@ -9,6 +9,9 @@
 #include "monitor/monitor.h"
 #include "monitor/hmp-target.h"
 #include "ulpt-qemu.h"
+#ifdef ULPT_MODEL
+#include "ulpt-model.h"
+#endif
 
 void hmp_info_ulpt(Monitor *mon, const QDict *qdict)
 {
@@ -38,4 +41,7 @@ void hmp_info_ulpt(Monitor *mon, const QDict *qdict)
                        s->escalations, s->returns, s->view_stores,
                        s->remote_syncs, s->after_events);
     }
+#ifdef ULPT_MODEL
+    ulpt_model_info(mon);
+#endif
 }

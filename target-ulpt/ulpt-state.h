@@ -48,7 +48,34 @@ typedef struct UlptState {
 typedef struct UlptStats {
     uint64_t walks, checks, violations, deliveries, escalations, returns,
              view_stores, remote_syncs, after_events;
+    /*
+     * For modeled time (ulpt-model.c): UIRETs that asked for PERMIT or STEP,
+     * entries into the kernel from CPL 3 (exceptions, interrupts, SYSCALL),
+     * and the instructions executed at CPL 3 and at CPL 0-2 (counted by the
+     * translated code only with the model on).
+     */
+    uint64_t returns_permit, kernel_entries, insns_user, insns_kernel;
 } UlptStats;
+
+/*
+ * Modeled time's parameters: the -cpu properties model, model-kernel,
+ * model-cpi and the model-EVENT charges in cycles (docs/spec.md 11.1).
+ */
+/* Their defaults in cycles; docs/spec.md 11.1 gives the source of each. */
+#define ULPT_MODEL_DEFAULT_DELIVER      230
+#define ULPT_MODEL_DEFAULT_UIRET        90
+#define ULPT_MODEL_DEFAULT_UIRET_PERMIT 90
+#define ULPT_MODEL_DEFAULT_VIEW_STORE   100
+#define ULPT_MODEL_DEFAULT_REMOTE_SYNC  6000
+#define ULPT_MODEL_DEFAULT_ESCALATE     0
+#define ULPT_MODEL_DEFAULT_KENTRY       230
+typedef struct UlptModelConfig {
+    bool enabled;
+    bool kernel;
+    char *cpi;
+    uint64_t deliver, uiret, uiret_permit, view_store, remote_sync, escalate,
+             kentry;
+} UlptModelConfig;
 
 /*
  * TLB entry extension (TARGET_PAGE_ENTRY_EXTRA): what ULPT installed the

@@ -365,7 +365,7 @@ static bool view_store_value(CPUState *cs, int mmu_idx, vaddr addr, int size,
  * before this CPU goes on for the others (R-COH-2).
  */
 static void view_store(CPUState *cs, int mmu_idx, vaddr addr, int size,
-                       const uint64_t *val, uintptr_t ra)
+                       const uint64_t *val, bool count, uintptr_t ra)
 {
     CPUX86State *env = cs->env_ptr;
     uint16_t idxmap = env->ulpt.user32 ? ULPT_USER_IDXMAP
@@ -388,7 +388,9 @@ static void view_store(CPUState *cs, int mmu_idx, vaddr addr, int size,
         cs->cflags_next_tb = 1 | CF_NOIRQ | curr_cflags(cs);
         cpu_loop_exit_restore(cs, ra);
     }
-    env->ulpt_stats.view_stores++;
+    if (count) {
+        env->ulpt_stats.view_stores++;
+    }
     trace_ulpt_view_store(cs->cpu_index, addr, first, last, remote);
     if (!remote && val &&
         view_store_value(cs, mmu_idx, addr, size, *val, idxmap)) {
@@ -418,7 +420,9 @@ static void view_store(CPUState *cs, int mmu_idx, vaddr addr, int size,
          * same run instead of starting it again.
          */
         async_safe_run_on_cpu(cs, sync_step_done, RUN_ON_CPU_NULL);
-        env->ulpt_stats.remote_syncs++;
+        if (count) {
+            env->ulpt_stats.remote_syncs++;
+        }
         for (page = first; page <= last; page += TARGET_PAGE_SIZE) {
             tlb_flush_page_by_mmuidx_all_cpus_synced(cs, page,
                                                      ULPT_USER_IDXMAP);
@@ -438,7 +442,7 @@ void ulpt_tlb_check(CPUState *cs, vaddr addr, int size, MMUAccessType type,
 
     if (full->ulpt_kind == ULPT_TLB_VIEW) {
         /* Only stores are checked on the view. */
-        view_store(cs, mmu_idx, addr, size, val, ra);
+        view_store(cs, mmu_idx, addr, size, val, true, ra);
         return;
     }
     env->ulpt_stats.checks++;
@@ -470,7 +474,11 @@ bool ulpt_tlb_fill(CPUState *cs, vaddr addr, int size, MMUAccessType type,
          * restarted the instruction every time (a livelock with two vCPUs).
          */
         if (type == MMU_DATA_STORE) {
-            view_store(cs, mmu_idx, addr, size, NULL, ra);
+            /*
+             * Counted once, where it is checked next (ulpt_tlb_check), but
+             * here if nothing checks it (a non-faulting probe).
+             */
+            view_store(cs, mmu_idx, addr, size, NULL, probe, ra);
         }
         install(cs, mmu_idx, addr, paddr, prot, TARGET_PAGE_BITS,
                 ULPT_TLB_VIEW, NULL);

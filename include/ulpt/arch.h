@@ -106,4 +106,33 @@
  */
 #define ULPT_UIRET_INSN        0xec010ff3
 
+/*
+ * Modeled time (spec 11.1, QEMU's -cpu ...,model=on): CPUID with EAX =
+ * ULPT_MODEL_LEAF and ECX = an operation. QUERY returns the signature in EBX
+ * (and the version in EAX, the number of fields in ECX, whether a region is
+ * open in EDX bit 0); BEGIN opens the measured region; END closes it (EAX 1,
+ * or 0 if none was open); READ + F returns field F of the last closed region
+ * in EDX:EAX, with EBX 1 (0: no such field or no region yet).
+ */
+#define ULPT_MODEL_LEAF        0x4c505400u
+#define ULPT_MODEL_SIGNATURE   0x54504c55u  /* "ULPT" */
+#define ULPT_MODEL_VERSION     1u
+#define ULPT_MODEL_QUERY       0u
+#define ULPT_MODEL_BEGIN       1u
+#define ULPT_MODEL_END         2u
+#define ULPT_MODEL_READ        0x100u
+/* The fields of a region. */
+#define ULPT_MODEL_F_CYCLES         0   /* the modeled cycles */
+#define ULPT_MODEL_F_INSNS_USER     1   /* instructions executed at CPL 3 */
+#define ULPT_MODEL_F_INSNS_KERNEL   2   /* ... at CPL 0-2 */
+#define ULPT_MODEL_F_DELIVERIES     3   /* deliveries, after events included */
+#define ULPT_MODEL_F_RETURNS        4   /* UIRETs */
+#define ULPT_MODEL_F_RETURNS_PERMIT 5   /* UIRETs with PERMIT or STEP */
+#define ULPT_MODEL_F_AFTER_EVENTS   6   /* after events (R-RET-4) */
+#define ULPT_MODEL_F_VIEW_STORES    7   /* stores to the view */
+#define ULPT_MODEL_F_REMOTE_SYNCS   8   /* syncs of other CPUs after a view store */
+#define ULPT_MODEL_F_ESCALATIONS    9   /* violations escalated to the kernel */
+#define ULPT_MODEL_F_KERNEL_ENTRIES 10  /* entries into the kernel from CPL 3 */
+#define ULPT_MODEL_NFIELDS          11
+
 #endif /* ULPT_ARCH_H */

@@ -16,6 +16,7 @@
 #ifndef LIBULPT_ULPT_H
 #define LIBULPT_ULPT_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -177,6 +178,78 @@ ULPTINLINE int ulpt_page_rights(const void *addr)
 		return (int)(ulpt_entry_(addr)[0] & 7u);
 	r = ulpt_get(addr, &page, NULL);
 	return r < 0 ? r : (int)page;
+}
+
+/*
+ * Modeled time (docs/spec.md 11.1, ulpt_model_begin(3)). On QEMU's -cpu ulpt,ulpt-model=on
+ * (scripts/ulpt-run --model) the machine counts the instructions it executes and the ULPT
+ * events, and prices them in modeled cycles; a program marks the region it measures. The
+ * region is the whole machine's (every CPU, the kernel included), one at a time. Elsewhere
+ * the calls return -ENOTSUP and change nothing. Header-only: a CPUID with the model's leaf.
+ */
+struct ulpt_model {
+	uint64_t cycles;            /* instructions x CPI + the events' charges */
+	uint64_t insns_user;        /* instructions executed at CPL 3 */
+	uint64_t insns_kernel;      /* ... at CPL 0 */
+	uint64_t deliveries;        /* ULPT deliveries, after events included */
+	uint64_t returns;           /* UIRETs */
+	uint64_t returns_permit;    /* UIRETs with PERMIT or STEP */
+	uint64_t after_events;      /* after events (ULPT_PERMIT_STEP) */
+	uint64_t view_stores;       /* rights changes through the view */
+	uint64_t remote_syncs;      /* other CPUs synced after a view store */
+	uint64_t escalations;       /* violations that went to the kernel */
+	uint64_t kernel_entries;    /* exceptions, interrupts and system calls from CPL 3 */
+};
+
+/* The CPUID interface; the same values as include/ulpt/arch.h's ULPT_MODEL_*. */
+#define ULPT_MODEL_LEAF_      0x4c505400u
+#define ULPT_MODEL_SIGNATURE_ 0x54504c55u
+#define ULPT_MODEL_NFIELDS_   11u
+
+ULPTINLINE uint32_t ulpt_model_op_(uint32_t op, uint32_t *b, uint32_t *d)
+{
+	uint32_t a = ULPT_MODEL_LEAF_, c = op;
+
+	__asm__ volatile("cpuid" : "+a"(a), "=b"(*b), "+c"(c), "=d"(*d) :: "memory");
+	return a;
+}
+
+/* 1 if the machine models time, else 0. */
+ULPTINLINE int ulpt_model_available(void)
+{
+	uint32_t b, d;
+
+	ulpt_model_op_(0, &b, &d);
+	return b == ULPT_MODEL_SIGNATURE_;
+}
+
+/* Opens the measured region (a region already open starts again here): 0 or -ENOTSUP. */
+ULPTINLINE int ulpt_model_begin(void)
+{
+	uint32_t b, d;
+
+	if (!ulpt_model_available())
+		return -ENOTSUP;
+	ulpt_model_op_(1, &b, &d);
+	return 0;
+}
+
+/* Closes the region and, if m is not NULL, fills *m with its counts: 0, -ENOTSUP, or -EINVAL
+ * when no region is open. */
+ULPTINLINE int ulpt_model_end(struct ulpt_model *m)
+{
+	uint64_t *f = (uint64_t *)m;
+	uint32_t b, d;
+
+	if (!ulpt_model_available())
+		return -ENOTSUP;
+	if (ulpt_model_op_(2, &b, &d) != 1)
+		return -EINVAL;
+	for (uint32_t i = 0; m && i < ULPT_MODEL_NFIELDS_; i++) {
+		uint32_t a = ulpt_model_op_(0x100u + i, &b, &d);
+		f[i] = b == 1 ? (uint64_t)d << 32 | a : 0;
+	}
+	return 0;
 }
 
 #ifdef __cplusplus

@@ -19,6 +19,16 @@
 #include "internal.h"
 #include "uapi.h"
 
+/* The public header's copy of the modeled-time interface is the ABI header's. */
+_Static_assert(ULPT_MODEL_LEAF_ == ULPT_MODEL_LEAF && ULPT_MODEL_SIGNATURE_ == ULPT_MODEL_SIGNATURE &&
+	       ULPT_MODEL_NFIELDS_ == ULPT_MODEL_NFIELDS &&
+	       sizeof(struct ulpt_model) == ULPT_MODEL_NFIELDS * sizeof(uint64_t) &&
+	       __builtin_offsetof(struct ulpt_model, kernel_entries) ==
+	       ULPT_MODEL_F_KERNEL_ENTRIES * sizeof(uint64_t) &&
+	       __builtin_offsetof(struct ulpt_model, insns_kernel) ==
+	       ULPT_MODEL_F_INSNS_KERNEL * sizeof(uint64_t),
+	       "libulpt's struct ulpt_model and constants follow include/ulpt/arch.h");
+
 struct ulpt_lib_state_ ulpt_lib_state_;
 uint64_t ulpt_xsave_size_ __attribute__((visibility("hidden")));
 

@@ -46,8 +46,27 @@ by_name() {
   report "by name: ulpt-smp runs R-COH-2:fast-path alone" $r "$out" || rc=1
   return $rc
 }
+# Modeled time (R-MODEL-*): the parameters tests/baremetal/ulpt-model.c expects, the
+# defaults, the model off; a bad parameter is QEMU's one-line error at start-up.
+model() {
+  local out r rc=0 p=ulpt,ulpt-model=on,ulpt-model-cpi=2,ulpt-model-deliver=1000,ulpt-model-uiret=100
+  p=$p,ulpt-model-uiret-permit=300,ulpt-model-view-store=7,ulpt-model-kentry=50,ulpt-model-kernel=on
+  run "$p" ulpt-model 1 --append 'R-MODEL-1:query R-MODEL-2 R-MODEL-3 R-MODEL-4' || rc=1
+  run ulpt,ulpt-model=on ulpt-model 1 --append R-MODEL-5 || rc=1
+  run ulpt ulpt-model 1 --append R-MODEL-1:off || rc=1
+  for bad in ulpt-model-cpi=abc ulpt-model-cpi=0 ulpt-model-cpi=1e9 ulpt-model-deliver=x; do
+    # QEMU itself: the bare-metal runner reads status 1 as the image's success. -S: a
+    # machine that did start waits, and the timeout ends it (status 124).
+    out=$(timeout 60 "${ULPT_QEMU:-$top/build/qemu/obj/qemu-system-x86_64}" -M pc -accel tcg \
+      -cpu "ulpt,ulpt-model=on,$bad" -display none -nodefaults -S -monitor none </dev/null 2>&1); r=$?
+    [ $r = 1 ] && [ "$(wc -l <<<"$out")" = 1 ] && grep -q "ulpt-model-" <<<"$out"; r=$?
+    report "R-MODEL: -cpu ulpt,ulpt-model=on,$bad: QEMU refuses to start, one line naming the parameter" $r "$out" || rc=1
+  done
+  return $rc
+}
 {
   rc=0
+  model || rc=1
   run ulpt ulpt-cpu || rc=1
   run max ulpt-cpu || rc=1
   run ulpt ulpt-smp 2 || rc=1
