@@ -47,6 +47,8 @@
  * TLB and page tables in every case (nothing measures a first touch).
  * Timing: batches sized to about 20 ms each (by doubling, which also warms up), 21 batches;
  * the per-operation time of each batch gives the median, min and max (ns, CLOCK_MONOTONIC).
+ * On a machine that models time (docs/spec.md 11.1) each line also has cycles=<modeled cycles
+ * an operation>, from one more batch.
  * Prints, per backend, either
  *   primitive <backend> protect_ns <median> <min> <max>
  *   primitive ulpt line_protect_ns <median> <min> <max>           (ULPT only)
@@ -95,6 +97,7 @@ static uint64_t now_ns(void)
 
 struct result {
 	double median, min, max;
+	double cycles;          /* modeled cycles an operation, or -1 (no model) */
 };
 
 static int cmp_double(const void *a, const void *b)
@@ -109,8 +112,12 @@ static long attempts;           /* denied writes the timed loops made */
 static const char *failure;     /* set by a batch that went wrong: the backend is unavailable */
 
 /* Runs fn(n) in batches of about BATCH_NS; per-operation ns of each batch minus sub. */
-static struct result measure(void (*fn)(long), double sub)
+static const struct result NONE = { 0, 0, 0, -1 };
+
+static struct result measure(void (*fn)(long), struct result sub)
 {
+	struct ulpt_model m;
+	double cycles = -1;
 	double v[BATCHES] = { 0 };
 	long n = 1;
 	uint64_t t;
@@ -128,15 +135,25 @@ static struct result measure(void (*fn)(long), double sub)
 	for (int b = 0; b < BATCHES && !failure; b++) {
 		uint64_t t0 = now_ns();
 		fn(n);
-		v[b] = (double)(now_ns() - t0) / n - sub;
+		v[b] = (double)(now_ns() - t0) / n - sub.median;
+	}
+	/* On a machine that models time, one more batch is the measured region: counted, so the
+	 * same every run. */
+	if (!failure && ulpt_model_begin() == 0) {
+		fn(n);
+		if (ulpt_model_end(&m) == 0)
+			cycles = (double)m.cycles / n - (sub.cycles > 0 ? sub.cycles : 0);
 	}
 	qsort(v, BATCHES, sizeof(v[0]), cmp_double);
-	return (struct result){ v[BATCHES / 2], v[0], v[BATCHES - 1] };
+	return (struct result){ v[BATCHES / 2], v[0], v[BATCHES - 1], cycles };
 }
 
 static void print(const char *backend, const char *what, struct result r)
 {
-	printf("primitive %s %s %.1f %.1f %.1f\n", backend, what, r.median, r.min, r.max);
+	printf("primitive %s %s %.1f %.1f %.1f", backend, what, r.median, r.min, r.max);
+	if (r.cycles >= 0)
+		printf(" cycles=%.1f", r.cycles);
+	printf("\n");
 }
 
 static void unavailable(const char *backend, const char *fmt, ...)
@@ -267,9 +284,9 @@ static void run_mprotect(void)
 		unavailable("mprotect", "%s", failure);
 		return;
 	}
-	p = measure(mp_protect, 0);
+	p = measure(mp_protect, NONE);
 	handled = attempts = 0;
-	t = measure(mp_trip, p.median);
+	t = measure(mp_trip, p);
 	if (check_handled("mprotect") < 0)
 		return;
 	print("mprotect", "protect_ns", p);
@@ -301,9 +318,9 @@ static void run_pkeys(void)
 		unavailable("pkeys", "%s", failure);
 		return;
 	}
-	p = measure(pk_protect, 0);
+	p = measure(pk_protect, NONE);
 	handled = attempts = 0;
-	t = measure(pk_trip, p.median);
+	t = measure(pk_trip, p);
 	pkey_set(pkey, 0);
 	/* Back to the default key, so the other backends see an ordinary page. */
 	pkey_mprotect((void *)page, pagesz, PROT_READ | PROT_WRITE, 0);
@@ -412,9 +429,9 @@ static void run_uffd(void)
 		unavailable("uffd", "pthread_create failed");
 		goto out;
 	}
-	p = measure(uf_protect, 0);
+	p = measure(uf_protect, NONE);
 	handled = attempts = 0;
-	t = measure(uf_trip, p.median);
+	t = measure(uf_trip, p);
 	pthread_cancel(th);
 	pthread_join(th, NULL);
 	if (check_handled("uffd") == 0) {
@@ -519,14 +536,14 @@ static void run_ulpt(void)
 		unavailable("ulpt", "ulpt_set_handler: %s", strerror(-r));
 		goto out;
 	}
-	p = measure(ul_protect, 0);
-	l = measure(ul_line_protect, 0);
+	p = measure(ul_protect, NONE);
+	l = measure(ul_line_protect, NONE);
 	if ((r = ulpt_protect_lines((void *)page, ULPT_LINE_SIZE, ULPT_DENY_W)) < 0) {
 		unavailable("ulpt", "ulpt_protect_lines: %s", strerror(-r));
 		goto out;
 	}
 	handled = attempts = 0;
-	t = measure(ul_trip, 0);
+	t = measure(ul_trip, NONE);
 	if (check_handled("ulpt") < 0)
 		goto out;
 	if ((r = ulpt_set_handler(permit, NULL, ULPT_HANDLER_GPR_ONLY)) < 0) {
@@ -534,7 +551,7 @@ static void run_ulpt(void)
 		goto out;
 	}
 	handled = attempts = 0;
-	g = measure(ul_trip, 0);
+	g = measure(ul_trip, NONE);
 	if (check_handled("ulpt") < 0)
 		goto out;
 	/* The reference: the same fault through a raw stub, no library (bench/raw-stub.h). */
@@ -543,7 +560,7 @@ static void run_ulpt(void)
 		goto out;
 	}
 	handled = attempts = 0;
-	w = measure(ul_trip, 0);
+	w = measure(ul_trip, NONE);
 	if (check_handled("ulpt") < 0)
 		goto out;
 	/* Step-after (R-RET-4): the raw stub asks for the after event; libulpt's
@@ -554,7 +571,7 @@ static void run_ulpt(void)
 		goto out;
 	}
 	handled = handled_after = attempts = 0;
-	ws = measure(ul_trip, 0);
+	ws = measure(ul_trip, NONE);
 	if (check_handled("ulpt") < 0 || check_after() < 0)
 		goto out;
 	if ((r = ulpt_set_handler(permit_step, NULL, ULPT_HANDLER_GPR_ONLY)) < 0) {
@@ -562,7 +579,7 @@ static void run_ulpt(void)
 		goto out;
 	}
 	handled = handled_after = attempts = 0;
-	gs = measure(ul_trip, 0);
+	gs = measure(ul_trip, NONE);
 	ulpt_protect_lines((void *)page, ULPT_LINE_SIZE, 0);
 	signal(SIGTRAP, SIG_DFL);
 	if (check_handled("ulpt") == 0 && check_after() == 0) {
@@ -573,7 +590,7 @@ static void run_ulpt(void)
 		print("ulpt", "fault_roundtrip_raw_ns", w);
 		print("ulpt", "fault_roundtrip_raw_step_ns", ws);
 		print("ulpt", "fault_roundtrip_gpr_step_ns", gs);
-		print("ulpt", "step_sigtraps", (struct result){ sigtraps, sigtraps, sigtraps });
+		print("ulpt", "step_sigtraps", (struct result){ sigtraps, sigtraps, sigtraps, -1 });
 	}
 out:
 	ulpt_fini();
