@@ -40,10 +40,10 @@ class Monitor:
         self.s.sendall(line.encode() + b"\n")
         return self.read_prompt()
 
-def start(tmp, name, extra):
+def start(tmp, name, extra, cpu="ulpt"):
     out = os.path.join(tmp, name + ".out")
     mon = os.path.join(tmp, name + ".sock")
-    args = [BAREMETAL, "--out", out, "--monitor", mon] + \
+    args = [BAREMETAL, "--cpu", cpu, "--out", out, "--monitor", mon] + \
         [a for x in extra for a in ("--qemu-arg", x)] + [IMAGE]
     p = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     return p, out, Monitor(mon)
@@ -57,7 +57,7 @@ def wait_for(path, text, secs=60):
     return False
 
 def main():
-    print("1..13", flush=True)
+    print("1..16", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         trace = os.path.join(tmp, "trace.log")
         a, out_a, mon_a = start(tmp, "a", ["-d", "trace:ulpt_*", "-D", trace])
@@ -70,6 +70,7 @@ def main():
                "info ulpt: MSR values")
             ok(re.search(r"violations 2 delivered 1 escalated 1 returns 1", info) is not None,
                "info ulpt: counters (2 violations: 1 delivered, 1 escalated; 1 return)")
+            ok("model: off" in info, "info ulpt: model: off without ulpt-model=on")
             regs = mon_a.cmd("info registers")
             ok("ULPT CTL=0000000000000001" in regs and "HANDLER=00007fffdead0000" in regs,
                "info registers shows the ULPT MSRs")
@@ -106,6 +107,23 @@ def main():
             mon_b.cmd("quit")
         finally:
             b.wait(timeout=30)
+        # Modeled time in `info ulpt` (docs/spec.md 11, 11.1): the parameters and the counts.
+        c, out_c, mon_c = start(tmp, "c", [], "ulpt,ulpt-model=on,ulpt-model-deliver=500")
+        try:
+            ok(wait_for(out_c, "# state ready"), "ulpt-model=on: the state image ran to its halt")
+            info = mon_c.cmd("info ulpt")
+            ok("model: on, kernel off, cpi 1, deliver 500 uiret 90 " in info and
+               "region closed" in info, "info ulpt with ulpt-model=on: the parameters")
+            m = re.search(r"since boot: cycles (\d+) insns_user (\d+) insns_kernel (\d+) "
+                          r"deliveries 1 returns 1 returns_permit 1 after_events 0 view_stores 1 "
+                          r"remote_syncs 0 escalations 1 kernel_entries (\d+)", info)
+            ok(m is not None and int(m.group(2)) > 0 and int(m.group(3)) > 0 and
+               int(m.group(1)) == int(m.group(2)) + 500 + 90 + 100 + 230 * int(m.group(4)),
+               "info ulpt with ulpt-model=on: the counts since boot and their cycles (%s)" %
+               (m.group(0) if m else info.strip().splitlines()[-1]))
+            mon_c.cmd("quit")
+        finally:
+            c.wait(timeout=30)
     return 0
 
 if __name__ == "__main__":
