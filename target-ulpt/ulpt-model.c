@@ -62,8 +62,8 @@ void ulpt_model_realize(X86CPU *cpu, Error **errp)
         errno = 0;
         cpi = strtod(c->cpi, &end);
         if (errno || end == c->cpi || *end || !(cpi > 0 && cpi <= 1000)) {
-            error_setg(errp, "ulpt-model-cpi must be a number above 0 and at most "
-                       "1000, not '%s'", c->cpi);
+            error_setg(errp, "ulpt-model-cpi must be a number above 0 and "
+                       "at most 1000, not '%s'", c->cpi);
             return;
         }
     }
@@ -72,7 +72,8 @@ void ulpt_model_realize(X86CPU *cpu, Error **errp)
     }
     if (phase_check(PHASE_MACHINE_READY)) {
         /* Blocks translated before would not count, nor refund rightly. */
-        error_setg(errp, "ulpt-model=on is for the CPUs the machine starts with");
+        error_setg(errp,
+                   "ulpt-model=on is for the CPUs the machine starts with");
         return;
     }
     qemu_mutex_init(&model.lock);
@@ -168,8 +169,8 @@ bool ulpt_model_cpuid(CPUX86State *env, uint32_t leaf, uint32_t sub,
         *eax = 1;
         break;
     default:
-        if (sub >= ULPT_MODEL_READ && sub < ULPT_MODEL_READ + ULPT_MODEL_NFIELDS &&
-            model.have_last) {
+        if (sub >= ULPT_MODEL_READ &&
+            sub < ULPT_MODEL_READ + ULPT_MODEL_NFIELDS && model.have_last) {
             uint64_t v = model.last[sub - ULPT_MODEL_READ];
 
             *eax = (uint32_t)v;

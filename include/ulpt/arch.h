@@ -130,7 +130,7 @@
 #define ULPT_MODEL_F_RETURNS_PERMIT 5   /* UIRETs with PERMIT or STEP */
 #define ULPT_MODEL_F_AFTER_EVENTS   6   /* after events (R-RET-4) */
 #define ULPT_MODEL_F_VIEW_STORES    7   /* stores to the view */
-#define ULPT_MODEL_F_REMOTE_SYNCS   8   /* syncs of other CPUs after a view store */
+#define ULPT_MODEL_F_REMOTE_SYNCS   8   /* syncs of other CPUs (a view store) */
 #define ULPT_MODEL_F_ESCALATIONS    9   /* violations escalated to the kernel */
 #define ULPT_MODEL_F_KERNEL_ENTRIES 10  /* entries into the kernel from CPL 3 */
 #define ULPT_MODEL_NFIELDS          11

@@ -53,6 +53,14 @@ model() {
   p=$p,ulpt-model-uiret-permit=300,ulpt-model-view-store=7,ulpt-model-kentry=50,ulpt-model-kernel=on
   run "$p" ulpt-model 1 --append 'R-MODEL-1:query R-MODEL-2 R-MODEL-3 R-MODEL-4' || rc=1
   run ulpt,ulpt-model=on ulpt-model 1 --append R-MODEL-5 || rc=1
+  # One charge changed between two runs: the cycles differ by exactly its change times the
+  # events (R-MODEL-4 makes 4 deliveries; bare metal runs the same instructions each time).
+  local c1 c2
+  c1=$(run "$p" ulpt-model 1 --append R-MODEL-4 | sed -n 's/.*the charges (\([0-9]*\), want.*/\1/p')
+  c2=$(run "$p,ulpt-model-deliver=1500" ulpt-model 1 --append R-MODEL-4 2>/dev/null |
+       sed -n 's/.*the charges (\([0-9]*\), want.*/\1/p')
+  [ -n "$c1" ] && [ -n "$c2" ] && [ $((c2 - c1)) = $((4 * 500)) ]; r=$?
+  report "R-MODEL-4: ulpt-model-deliver 1000 -> 1500 adds exactly 4 x 500 cycles ($c1 -> $c2)" $r "" || rc=1
   run ulpt ulpt-model 1 --append R-MODEL-1:off || rc=1
   for bad in ulpt-model-cpi=abc ulpt-model-cpi=0 ulpt-model-cpi=1e9 ulpt-model-deliver=x; do
     # QEMU itself: the bare-metal runner reads status 1 as the image's success. -S: a

@@ -57,7 +57,7 @@ def wait_for(path, text, secs=60):
     return False
 
 def main():
-    print("1..16", flush=True)
+    print("1..17", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         trace = os.path.join(tmp, "trace.log")
         a, out_a, mon_a = start(tmp, "a", ["-d", "trace:ulpt_*", "-D", trace])
