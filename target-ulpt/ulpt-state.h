@@ -58,8 +58,9 @@ typedef struct UlptStats {
 } UlptStats;
 
 /*
- * Modeled time's parameters: the -cpu properties model, model-kernel,
- * model-cpi and the model-EVENT charges in cycles (docs/spec.md 11.1).
+ * Modeled time's parameters: the -cpu properties ulpt-model,
+ * ulpt-model-kernel, ulpt-model-cpi and the ulpt-model-EVENT charges in
+ * cycles (docs/spec.md 11.1).
  */
 /* Their defaults in cycles; docs/spec.md 11.1 gives the source of each. */
 #define ULPT_MODEL_DEFAULT_DELIVER      230

@@ -34,7 +34,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include "agent.h"
 
@@ -267,6 +266,18 @@ __attribute__((noinline)) static uintptr_t spill_and_find_sp(uintptr_t *regs)
 	return sp;
 }
 
+/* What check() opened and allocated for the scan. */
+static void release(void)
+{
+	if (lk.memfd >= 0)
+		close(lk.memfd);
+	if (lk.pagemap >= 0)
+		close(lk.pagemap);
+	wl_mem_free(lk.mark);
+	wl_mem_free(lk.work);
+	wl_mem_free(lk.buf);
+}
+
 static void check(void)
 {
 	uintptr_t regs[6];
@@ -289,10 +300,8 @@ static void check(void)
 	maps = agent_read_file("/proc/self/maps");  /* before the scan: not a root of its own */
 	if (!lk.mark || !lk.work || !lk.buf || lk.memfd < 0 || !maps) {
 		heap_unlock();
-		if (lk.memfd >= 0)
-			close(lk.memfd);
-		if (lk.pagemap >= 0)
-			close(lk.pagemap);
+		release();
+		wl_mem_free(maps);
 		in_agent--;
 		return;                 /* nothing to say without the means */
 	}
@@ -332,12 +341,7 @@ static void check(void)
 		g[i].count++;
 	}
 	heap_unlock();
-	close(lk.memfd);
-	if (lk.pagemap >= 0)
-		close(lk.pagemap);
-	wl_mem_free(lk.mark);
-	wl_mem_free(lk.work);
-	wl_mem_free(lk.buf);
+	release();
 	if (ng) {
 		qsort(g, ng, sizeof(*g), by_bytes);
 		for (size_t i = 0; i < ng; i++) {
@@ -352,14 +356,6 @@ static void check(void)
 	in_agent--;
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* The check, and its time (ag.leak_ns: what the leaks option costs a run, measured within
  * the run, as the bench reports it beside the side-by-side runs). */
 void leak_check(void)
@@ -368,7 +364,7 @@ void leak_check(void)
 
 	if (ag.heap != HEAP_CHECK || !ag.leaks)
 		return;
-	t0 = mono_ns();
+	t0 = wl_mono_ns();
 	check();
-	ag.leak_ns = mono_ns() - t0;
+	ag.leak_ns = wl_mono_ns() - t0;
 }

@@ -268,11 +268,13 @@ static void modsyms_drop(void)
 
 static int modsyms_build(Dwfl_Module *m)
 {
-	int n = dw.dwfl_module_getsymtab(m), k = 0;
-	struct fsym *s = n > 0 ? wl_mem_alloc((size_t)n * sizeof(*s)) : NULL;
+	int n, k = 0;
+	struct fsym *s;
 
 	if (nmodsyms == SYM_MODULES)
 		return -1;
+	n = dw.dwfl_module_getsymtab(m);
+	s = n > 0 ? wl_mem_alloc((size_t)n * sizeof(*s)) : NULL;
 	for (int i = 1; s && i < n; i++) {
 		GElf_Sym sym;
 		GElf_Addr addr = 0;

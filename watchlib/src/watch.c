@@ -108,7 +108,7 @@ uint64_t wl_now_ns(void)
 	return (uint64_t)(((unsigned __int128)rdtsc() * wl.tsc_mul) >> 32);
 }
 
-static uint64_t mono_ns(void)
+uint64_t wl_mono_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -118,10 +118,10 @@ static uint64_t mono_ns(void)
 static void calibrate(void)
 {
 	struct timespec d = { 0, 5000000 };
-	uint64_t n0 = mono_ns(), t0 = rdtsc(), n1, t1;
+	uint64_t n0 = wl_mono_ns(), t0 = rdtsc(), n1, t1;
 
 	nanosleep(&d, NULL);
-	n1 = mono_ns();
+	n1 = wl_mono_ns();
 	t1 = rdtsc();
 	wl.tsc_mul = t1 > t0 ? (uint64_t)(((unsigned __int128)(n1 - n0) << 32) / (t1 - t0)) : 1ull << 32;
 }

@@ -57,6 +57,8 @@ void wl_read_bytes(uintptr_t addr, void *buf, size_t n) WL_HIDDEN;
 
 /* A cheap clock for handler time: the TSC, converted with a rate measured at start. */
 uint64_t wl_now_ns(void) WL_HIDDEN;
+/* CLOCK_MONOTONIC in ns (wl_now_ns needs the calibration of wl_init). */
+uint64_t wl_mono_ns(void) WL_HIDDEN;
 
 
 #endif
