@@ -155,7 +155,16 @@ $(WB)/test/progs/%: watchlib/test/progs/%.cc
 $(WB)/test/%: watchlib/test/%.c $(WB)/libwatch.a
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -Wall -Wextra -Werror -Iwatchlib/include -Ilibulpt/include -o $@ $< $(WB)/libwatch.a $(WL_LIBS)
+# ulpt-gdb: a script and GDB's extension, laid out in the build as they are installed
+# (ulpt-gdb finds gdb/ulpt.py beside it, or ../share/ulpt/gdb/ulpt.py).
+$(WB)/ulpt-gdb: watchlib/gdb/ulpt-gdb
+	@mkdir -p $(@D)
+	install -m 755 $< $@
+$(WB)/gdb/ulpt.py: watchlib/gdb/ulpt.py
+	@mkdir -p $(@D)
+	install -m 644 $< $@
 WATCHLIB := $(WB)/libwatch.a $(WB)/libulpt-watch-agent.so $(WB)/ulpt-watch \
+	$(WB)/ulpt-gdb $(WB)/gdb/ulpt.py \
 	$(patsubst examples/demo/%.c,$(B)/examples/%,$(wildcard examples/demo/*.c)) \
 	$(patsubst watchlib/test/progs/%.c,$(WB)/test/progs/%,$(wildcard watchlib/test/progs/*.c)) \
 	$(patsubst watchlib/test/progs/%.cc,$(WB)/test/progs/%,$(wildcard watchlib/test/progs/*.cc)) \
@@ -203,7 +212,7 @@ bench: all
 bench-quick: all
 	@scripts/bench --no-build --quick
 
-# `make install PREFIX=DIR`: ulpt-run and what it boots, libulpt, and ulpt-watch with its agent. PREFIX/bin/ulpt-run finds the rest in
+# `make install PREFIX=DIR`: ulpt-run and what it boots, libulpt, ulpt-watch with its agent, and ulpt-gdb. PREFIX/bin/ulpt-run finds the rest in
 # PREFIX/lib/ulpt (QEMU, kernel, initramfs) and PREFIX/libexec/ulpt (guest programs, on PATH
 # in the guest). QEMU takes its firmware from Debian's seabios and qemu-system-data.
 PREFIX ?= /usr/local
@@ -226,7 +235,10 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 $(WB)/ulpt-watch $(DESTDIR)$(PREFIX)/bin/
 	install -m 755 $(WB)/libulpt-watch-agent.so $(DESTDIR)$(PREFIX)/lib/ulpt/
-	install -m 644 watchlib/man/ulpt-watch.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 644 watchlib/man/ulpt-watch.1 watchlib/man/ulpt-gdb.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 755 watchlib/gdb/ulpt-gdb $(DESTDIR)$(PREFIX)/bin/
+	install -d $(DESTDIR)$(PREFIX)/share/ulpt/gdb
+	install -m 644 watchlib/gdb/ulpt.py $(DESTDIR)$(PREFIX)/share/ulpt/gdb/
 	install -d $(DESTDIR)$(PREFIX)/share/ulpt/suppressions
 	install -m 644 watchlib/suppressions/*.supp $(DESTDIR)$(PREFIX)/share/ulpt/suppressions/
 

@@ -91,6 +91,8 @@ struct ulpt_fault {
 	pid_t tid;          /* the faulting thread */
 	uintptr_t next_ip;  /* ULPT_SKIP: where to continue (the handler sets it) */
 	int after;          /* 1 in the second call after ULPT_PERMIT_STEP, else 0 */
+	uint64_t rflags;    /* after-call, ULPT backend: the program's RFLAGS as it goes on (TF
+	                       set: a debugger single-steps it); the handler may clear TF; else 0 */
 };
 
 typedef enum ulpt_action (*ulpt_handler_t)(struct ulpt_fault *fault, void *arg);

@@ -7,6 +7,7 @@
  * SPDX-License-Identifier: MIT
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sys/syscall.h>
@@ -28,13 +29,36 @@ static void register_forget(void)
 	pthread_atfork(NULL, NULL, forget_tid);
 }
 
-static pid_t my_tid(void)
+/*
+ * Where glibc keeps a thread's id in its thread descriptor: the offset libthread_db's
+ * descriptor of struct pthread's tid gives ({ bits, count, offset }, exported for debuggers),
+ * checked against this thread's id; -1 if not known. Read there, a thread's first fault makes
+ * no system call, which would end a debugger's single step inside the handler (so the fork
+ * handler is registered here, at ulpt_init, too: pthread_once wakes waiters with one).
+ */
+static long tid_offset = -1;
+
+void ulpt_tid_init_(void)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	const uint32_t *d = dlsym(RTLD_DEFAULT, "_thread_db_pthread_tid");
+	pid_t tid = (pid_t)syscall(SYS_gettid);
+
+	pthread_once(&once, register_forget);
+	if (d && d[0] == 32 && d[1] == 1 && d[2] < 4096 &&
+	    *(const pid_t *)((const char *)pthread_self() + d[2]) == tid)
+		__atomic_store_n(&tid_offset, (long)d[2], __ATOMIC_RELAXED);
+}
+
+static pid_t my_tid(void)
+{
+	long off;
 
 	if (!tid_cache) {
-		pthread_once(&once, register_forget);
-		tid_cache = (pid_t)syscall(SYS_gettid);
+		off = __atomic_load_n(&tid_offset, __ATOMIC_RELAXED);
+		tid_cache = off >= 0 ? *(const pid_t *)((const char *)pthread_self() + off) : 0;
+		if (tid_cache <= 0)
+			tid_cache = (pid_t)syscall(SYS_gettid);
 	}
 	return tid_cache;
 }
@@ -99,6 +123,7 @@ static void step_key(int i, const uint64_t *frame)
  * out: one that a signal handler or the after-call itself starts meanwhile ends first.
  */
 #define MAX_AFTERS 8
+#define RFLAGS_TF 0x100ull
 static __thread struct {
 	struct ulpt_fault rec;
 	uint64_t rflags;            /* the program's, restored after the call */
@@ -120,10 +145,13 @@ void ulpt_after_run_(uint64_t *rflags_slot)
 	int saved_errno = *errno_ptr;
 
 	after_depth = d;
+	f.rflags = rflags;
 	if (handler)
 		handler(&f, ulpt_lib_.handler_arg);
 	*errno_ptr = saved_errno;
-	*rflags_slot = rflags;
+	/* The handler may clear TF (ulpt-gdb's agent, which stops the program itself): nothing
+	 * else of the program's flags. */
+	*rflags_slot = rflags & ~(f.rflags & RFLAGS_TF ? 0 : RFLAGS_TF);
 }
 
 /* The after event: send UIRET to the trampoline with the request's record. */
@@ -152,7 +180,7 @@ static void after_event(uint64_t *frame, ulpt_handler_t handler)
 	*(uint64_t *)(rsp - TRAMP_SLOT) = frame[ULPT_FRAME_RIP];
 	frame[ULPT_FRAME_RSP] = rsp - TRAMP_SLOT;
 	frame[ULPT_FRAME_RIP] = (uintptr_t)ulpt_after_tramp_;
-	frame[ULPT_FRAME_RFLAGS] &= ~0x100ull;      /* TF: the trampoline's POPFQ restores it */
+	frame[ULPT_FRAME_RFLAGS] &= ~RFLAGS_TF;     /* the trampoline's POPFQ restores it */
 }
 
 /*

@@ -35,6 +35,7 @@ struct ulpt_ops {
 extern const struct ulpt_ops ulpt_mprotect_ops_ HIDDEN;
 int ulpt_mprotect_init_(void) HIDDEN;
 void ulpt_default_segv_(void) HIDDEN;
+void ulpt_tid_init_(void) HIDDEN;       /* dispatch.c: at ulpt_init */
 
 
 /*

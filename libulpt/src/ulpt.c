@@ -196,6 +196,7 @@ int ulpt_init(enum ulpt_backend backend)
 	if (backend != ULPT_BACKEND_AUTO && backend != ULPT_BACKEND_ULPT &&
 	    backend != ULPT_BACKEND_MPROTECT)
 		return -EINVAL;
+	ulpt_tid_init_();
 	pthread_mutex_lock(&ulpt_lib_.lock);
 	if (ulpt_lib_state_.backend) {
 		r = -EBUSY;

@@ -399,6 +399,8 @@ static void agent_start(void)
 		add_watches(opts.watches);
 		in_agent--;
 	}
+	if (ag.ready)
+		ulpt_gdb_ready();
 }
 
 /* The result records (watchlib/cli/ulpt-watch.c reads them): at exit, or at a halt. */

@@ -126,6 +126,15 @@ int heap_serves(void) WL_HIDDEN;
 void *heap_new(size_t n, size_t align, enum alloc_how how) WL_HIDDEN;
 void heap_delete(void *p, enum alloc_how how) WL_HIDDEN;
 
+/* gdb.c: ulpt-gdb's entry points (exported: its GDB extension calls them in the program),
+ * and the after-call whose watch hits are being made (fault.c sets it). */
+void ulpt_gdb_ready(void);
+struct gdb_after {
+	struct ulpt_fault *f;       /* the after-call's record, or NULL outside one */
+	int stepping;               /* its hits end a debugger's single step (gdb.c) */
+};
+extern __thread struct gdb_after gdb_after __attribute__((tls_model("initial-exec"))) WL_HIDDEN;
+
 /* fault.c */
 enum ulpt_action agent_fault(struct ulpt_fault *f, void *arg) WL_HIDDEN;
 /* signals.c: the agent's stand-in for the fatal signals' SIG_DFL (--check). */

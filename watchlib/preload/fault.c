@@ -230,6 +230,8 @@ enum ulpt_action agent_fault(struct ulpt_fault *f, void *arg)
 {
 	(void)arg;
 	if (f->after) {
+		enum ulpt_action a;
+
 		if (pending.ip == f->ip) {
 			struct err e = pending;
 			pending.ip = 0;
@@ -237,7 +239,10 @@ enum ulpt_action agent_fault(struct ulpt_fault *f, void *arg)
 			report_error(&e);
 			in_agent--;
 		}
-		return wl_handle_fault(f);
+		gdb_after = (struct gdb_after){ f, 0 };     /* for a watch hit's stop (gdb.c) */
+		a = wl_handle_fault(f);
+		gdb_after = (struct gdb_after){ NULL, 0 };
+		return a;
 	}
 	/* The agent's own accesses (realloc's copy) are not the program's. */
 	if (in_agent)

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# ulpt-gdb: scripted GDB sessions (watchlib/test/gdb/NAME.gdb, gdb -batch -x) on
+# watchlib/test/progs/gdbwatch, in the guest (ULPT backend; one boot, 2 vCPUs) and on the host
+# (mprotect backend). Each session's output, with its addresses, process and thread ids
+# masked, must equal NAME.exp beside it (memcheck's tests keep their expected output so):
+#   global rwatch heap local cond enable many commands threads step badinput segv attach
+#   attach-noagent
+# and, in the guest:
+#   hwexact    the hits, values and lines of ulpt watch on counter are GDB's own hardware
+#              watchpoint's on it, stop for stop
+#   host       on the host: ulpt watch refuses the mprotect backend in one line, the program
+#              runs on
+# The runs write NAME.out under build/watchlib/test/gdb-suite/{guest,host}.
+set -o pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+run=$top/scripts/ulpt-run
+gdbx=$top/build/watchlib/ulpt-gdb
+prog=$top/build/watchlib/test/progs/gdbwatch
+src=$top/watchlib/test/gdb
+d=$top/build/watchlib/test/gdb-suite
+rm -rf "$d" && mkdir -p "$d/guest" "$d/host" || exit 1
+i=0 fails=0
+ok() {
+  i=$((i + 1))
+  if [ "$1" = 0 ]; then echo "ok $i - $2"; else echo "not ok $i - $2"; fails=$((fails + 1)); fi
+}
+for f in "$gdbx" "$prog"; do
+  [ -x "$f" ] || { echo "1..1"; echo "not ok 1 - $f not built"; exit 1; }
+done
+command -v gdb > /dev/null || { echo "1..1"; echo "not ok 1 - gdb not installed"; exit 1; }
+
+CASES="global rwatch heap local cond enable many commands threads step badinput segv"
+# The program's part for each case.
+part() {
+  case $1 in many) echo array ;; threads) echo threads ;; segv) echo segv ;; *) echo steps ;; esac
+}
+
+# The guest's script: every case, then attach (-p) and the hardware watchpoint comparison.
+{
+  echo "cd $d/guest"
+  for c in $CASES; do
+    echo "timeout 300 $gdbx -q -nx -batch -x $src/$c.gdb --args $prog $(part "$c") > $c.out 2>&1"
+  done
+  for a in attach attach-noagent; do
+    pre=$([ $a = attach ] && echo "LD_PRELOAD=$top/build/watchlib/libulpt-watch-agent.so")
+    echo "$pre $prog wait > $a.prog 2>&1 & pid=\$!"
+    echo "sleep 1"
+    echo "timeout 300 $gdbx -q -nx -batch -x $src/$a.gdb -p \$pid > $a.out 2>&1"
+    echo "sleep 1; kill \$pid 2>/dev/null; wait \$pid; echo \"exit \$?\" >> $a.prog"
+  done
+  for k in hw ulpt; do
+    w=$([ $k = hw ] && echo watch || echo "ulpt watch")
+    printf '%s\n' "printf 'break steps\nrun\n$w counter\ncontinue\ncontinue\ncontinue\ncontinue\n' > $k.gdb"
+    echo "timeout 300 $gdbx -q -nx -batch -x $k.gdb --args $prog steps > hwexact-$k.out 2>&1"
+  done
+} > "$d/guest.sh"
+"$run" --share "$d" --smp 2 --timeout 1200 -- sh "$d/guest.sh" > "$d/guest.log" 2>&1 < /dev/null &
+guest=$!
+# The host: the mprotect backend is refused in one line; the program runs to its end.
+timeout 120 "$gdbx" -q -nx -batch -ex 'break steps' -ex run -ex 'ulpt watch counter' \
+  -ex continue --args "$prog" steps > "$d/host/host.out" 2>&1
+wait $guest
+grc=$?
+
+# Masks what changes between runs: addresses, ids, the build's path, libthread_db's lines and
+# the threads' start and end, whose order against the stops varies.
+mask() {
+  sed -E -e '/^\[New Thread 0x[0-9a-f]+ \(LWP [0-9]+\)\]$/d' \
+    -e '/^\[Thread 0x[0-9a-f]+ \(LWP [0-9]+\) exited\]$/d' \
+    -e '/^\[Thread debugging using libthread_db enabled\]$/d' \
+    -e '/^Using host libthread_db library/d' \
+    -e "s|$top|TOP|g" -e 's/0x[0-9a-f]{5,}/0xADDR/g' -e 's/process [0-9]+/process PID/g' \
+    -e 's/LWP [0-9]+/LWP N/g' -e 's/^wait: [0-9]+$/wait: PID/' "$1"
+}
+
+echo "1..$(($(echo $CASES | wc -w) + 4))"
+[ "$grc" = 0 ] || echo "# the guest run exited with status $grc: $(tail -c 300 "$d/guest.log" | tr '\n' ' ')"
+# An attach first prints where the program was: somewhere in its wait loop.
+masked() { case $1 in attach*) mask "$d/guest/$1.out" | sed '1,2d' ;; *) mask "$d/guest/$1.out" ;; esac; }
+for c in $CASES attach attach-noagent; do
+  if [ -f "$d/guest/$c.out" ] && diff -u "$src/$c.exp" <(masked "$c") > "$d/guest/$c.diff"; then
+    ok 0 "$c: $(sed -n '1s/^# //p' "$src/$c.gdb")"
+  else
+    ok 1 "$c: $(sed -n '1s/^# //p' "$src/$c.gdb")"
+    sed 's/^/# /' "$d/guest/$c.diff" 2>/dev/null | head -40
+  fi
+done
+# hwexact: the same stops, but for the number and kind GDB gives its own watchpoint.
+norm() { mask "$1" | sed -E 's/^(Hardware watchpoint) [0-9]+:/\1 N:/'; }
+if [ -s "$d/guest/hwexact-hw.out" ] && grep -q '^Hardware watchpoint' "$d/guest/hwexact-hw.out" &&
+   diff -u <(norm "$d/guest/hwexact-hw.out") <(norm "$d/guest/hwexact-ulpt.out") > "$d/guest/hwexact.diff"; then
+  ok 0 "hwexact: ulpt watch's stops (hits, values, lines) are GDB's hardware watchpoint's"
+else
+  ok 1 "hwexact: ulpt watch's stops (hits, values, lines) are GDB's hardware watchpoint's"
+  sed 's/^/# /' "$d/guest/hwexact.diff" 2>/dev/null | head -40
+fi
+out=$(mask "$d/host/host.out")
+grep -q '^ulpt: the program runs on the mprotect backend' <<<"$out" && grep -q '^steps: 3 100 8$' <<<"$out" &&
+  grep -q 'exited normally' <<<"$out"
+ok $? "host: ulpt watch refuses the mprotect backend in one line; the program runs to its end"
+[ "$fails" = 0 ]

@@ -1,0 +1,727 @@
+# ulpt-gdb's GDB extension: watchpoints of any number and size, kept by the ulpt-watch agent
+# in the program (ULPT lines, or pages on the mprotect backend), with GDB's commands and output.
+#
+#   ulpt watch [-l|-location] EXPR [thread N] [if COND]     (and rwatch, awatch)
+#   ulpt info watchpoints | ulpt delete [N...] | ulpt disable [N...] | ulpt enable [N...]
+#   ulpt condition N [COND]
+#   commands [N] ... end       right after a ulpt watch, as after GDB's own watch
+#
+# How a hit stops. The agent calls ulpt_gdb_stop(hit) once the access has completed (see
+# watchlib/preload/gdb.c). StopBreakpoint's stop() reads the hit and, if it is one to report,
+# puts a thread-specific ResumeBreakpoint at the program's next instruction and lets the
+# program go on: the agent's handler returns, and the program stops there, in its own frame,
+# as it does after a hardware watchpoint. So bt, up, step, next and finish work as usual, and
+# the agent's frames are never the top of the stack. Conditions are evaluated there, in the
+# frame of the code that accessed the memory.
+#
+# Numbers. A watchpoint's number is a GDB breakpoint number: a disabled placeholder
+# breakpoint holds it until the next ulpt watch, so that GDB's own `commands` (which reads
+# its lines itself) finds it right after `ulpt watch`; its commands move to the watchpoint.
+#
+# SPDX-License-Identifier: MIT
+import os
+
+import gdb
+
+WL_READ, WL_WRITE = 1, 2
+GDB_CHANGES = 0x100     # gdb.c: stop for a write only if it changed the value (GDB's watch)
+KINDS = {  # command: (agent mode, GDB's name in a stop, in info watchpoints)
+    "watch": (WL_WRITE, "Hardware watchpoint", "hw watchpoint"),
+    "rwatch": (WL_READ, "Hardware read watchpoint", "read watchpoint"),
+    "awatch": (WL_READ | WL_WRITE, "Hardware access (read/write) watchpoint", "acc watchpoint"),
+}
+AGENT_VERSION = 1   # watchlib/preload/gdb.c's ulpt_gdb_version
+
+
+class Watch:
+    def __init__(self, num, kind, expr, location, addr, size, vtype, thread, cond):
+        self.num, self.kind, self.expr, self.location = num, kind, expr, location
+        self.addr, self.size, self.type = addr, size, vtype
+        self.thread, self.cond = thread, cond
+        self.enabled = True
+        self.agent_id = None        # the agent's watchpoint id while it watches for us
+        self.hits = 0
+        self.old = None             # the value last seen (bytes)
+        self.commands = None
+        self.scope = None           # a local's frame end (ScopeBreakpoint), without -l
+
+    def title(self):
+        return "-location " + self.expr if self.location else self.expr
+
+    def value(self, data=None):
+        """The value as GDB prints it (value_print, as in a watchpoint's report)."""
+        if data is None:
+            data = read_bytes(self.addr, self.size)
+        if data is None:
+            return "<unreadable>"
+        gdb.set_convenience_variable("_ulpt_value", gdb.Value(data, self.type))
+        return gdb.execute("output $_ulpt_value", to_string=True)
+
+
+class State:
+    def __init__(self):
+        self.watches = {}           # number: Watch
+        self.by_agent = {}          # agent id: Watch
+        self.pending = {}           # global thread number: Pending
+        self.unwatch = []           # agent ids to remove at the next chance
+        self.proxy = None           # the placeholder breakpoint of the last watch
+        self.stop_bp = None
+        self.ready_bp = None
+        self.last_reports = None
+        # Breakpoints of ours to delete once GDB is done with them: not in their stop(), nor
+        # by gdb.post_event, whose pending calls crash GDB at its exit.
+        self.done = []
+
+
+S = State()
+
+
+def inferior_live():
+    inf = gdb.selected_inferior()
+    return inf is not None and inf.pid != 0
+
+
+def read_bytes(addr, size):
+    try:
+        return bytes(gdb.selected_inferior().read_memory(addr, size))
+    except gdb.MemoryError:
+        return None
+
+
+def agent_loaded():
+    try:
+        return int(gdb.parse_and_eval("ulpt_gdb_version")) == AGENT_VERSION
+    except gdb.error:
+        return False
+
+
+def load_agent():
+    """The agent in a program that does not have it (ulpt-gdb -p): dlopen'ed there."""
+    path = os.environ.get("ULPT_GDB_AGENT", "")
+    if not path:
+        raise gdb.GdbError("ulpt: the ulpt-watch agent is not in this program, and "
+                           "ULPT_GDB_AGENT does not name it")
+    try:
+        h = int(gdb.parse_and_eval('((void *(*)(const char *, int)) dlopen)("%s", 2)' % path))
+        why = "" if h else gdb.parse_and_eval("((char *(*)(void)) dlerror)()").string()
+    except gdb.error as e:
+        raise gdb.GdbError("ulpt: cannot load the agent into the program: %s" % e)
+    if not h or not agent_loaded():
+        # Its per-thread state is static TLS, which a running program may have no room for:
+        # then only a program started with the agent (LD_PRELOAD) can take ulpt watchpoints.
+        raise gdb.GdbError("ulpt: cannot load the agent into the program (%s); start it with "
+                           "LD_PRELOAD=%s" % (why or "no agent after dlopen", path))
+
+
+def agent_call(fmt, *args):
+    return int(gdb.parse_and_eval(fmt % args))
+
+
+def errno_text(code):
+    return os.strerror(-code) if code < 0 else "error %d" % code
+
+
+def agent_watch(w):
+    """Starts the agent's watch for w (the program stopped and live)."""
+    if not agent_loaded():
+        load_agent()
+    ensure_stop_bp()
+    backend = agent_call("((int (*)(void)) ulpt_gdb_backend)()")
+    if backend == 0:
+        raise gdb.GdbError("ulpt: the agent did not start in this program (its message says "
+                           "why); the program runs unwatched")
+    if backend != 1:
+        raise gdb.GdbError("ulpt: the program runs on the mprotect backend, whose single "
+                           "steps GDB cannot pass on (see ulpt-gdb(1), BACKENDS)")
+    mode = KINDS[w.kind][0] | (GDB_CHANGES if w.kind == "watch" else 0)
+    tid = 0
+    if w.thread is not None:
+        tid = next((t.ptid[1] for t in gdb.selected_inferior().threads() if t.num == w.thread), 0)
+    r = agent_call("((int (*)(unsigned long, unsigned long, unsigned int, int)) ulpt_gdb_watch)"
+                   "(%d, %d, %d, %d)", w.addr, w.size, mode, tid)
+    if r < 0:
+        raise gdb.GdbError("ulpt: cannot watch %s (0x%x, %d bytes): %s"
+                           % (w.expr, w.addr, w.size, errno_text(r)))
+    w.agent_id = r
+    S.by_agent[r] = w
+
+
+def agent_unwatch(w, call=True):
+    """Ends the agent's watch for w: now (call, from a command), or at the next command (from
+    an event, where GDB must not run the program)."""
+    if w.agent_id is None:
+        return
+    S.by_agent.pop(w.agent_id, None)
+    if call and inferior_live():
+        try:
+            agent_call("((int (*)(int)) ulpt_gdb_unwatch)(%d)", w.agent_id)
+        except gdb.error:
+            S.unwatch.append(w.agent_id)
+    elif inferior_live():
+        S.unwatch.append(w.agent_id)
+    w.agent_id = None
+
+
+def flush_unwatch():
+    while S.unwatch and inferior_live():
+        aid = S.unwatch.pop()
+        if aid not in S.by_agent:
+            agent_call("((int (*)(int)) ulpt_gdb_unwatch)(%d)", aid)
+
+
+# ---- the proxy breakpoint (GDB's `commands` right after ulpt watch) ------------------------
+
+def drop_proxy():
+    p, S.proxy = S.proxy, None
+    if p is not None and p.is_valid():
+        take_commands(p)
+        p.delete()
+
+
+def take_commands(bp):
+    w = S.watches.get(bp.number)
+    if w is not None and bp.commands:
+        w.commands = bp.commands
+
+
+def new_number():
+    """A GDB breakpoint number for a new watchpoint, held by a disabled placeholder (made
+    quietly: GDB announces a new breakpoint, "Breakpoint N at ...")."""
+    drop_proxy()
+    gdb.execute("python gdb.ulpt_gdb_make_proxy()", to_string=True)
+    return S.proxy.number
+
+
+def make_proxy():
+    p = gdb.Breakpoint("*0", internal=False)
+    p.enabled = False
+    S.proxy = p
+
+
+gdb.ulpt_gdb_make_proxy = make_proxy
+
+
+def on_modified(bp):
+    if S.proxy is not None and bp is S.proxy:
+        take_commands(bp)
+
+
+# ---- the stops -----------------------------------------------------------------------------
+
+def program_frame():
+    """The frame the agent's handler will return to, and its stack pointer."""
+    f = gdb.newest_frame()
+    while f is not None:
+        older = f.older()
+        if f.type() == gdb.SIGTRAMP_FRAME or f.name() == "ulpt_after_tramp_":
+            return older
+        f = older
+    return None
+
+
+class Pending:
+    """A thread's stop to come at its next instruction: the hits to report there, and whether
+    it ends a step of GDB's (which then stops there even with nothing to report)."""
+
+    def __init__(self, pc, thread):
+        self.bp = ResumeBreakpoint(pc, thread)
+        self.hits = []
+        self.step = False
+
+
+class ResumeBreakpoint(gdb.Breakpoint):
+    """The program's next instruction after a hit, in the thread that made it."""
+
+    def __init__(self, pc, thread):
+        super().__init__("*0x%x" % pc, internal=True)
+        self.thread = thread
+        self.silent = True
+
+    def stop(self):
+        th = gdb.selected_thread()
+        p = S.pending.get(th.global_num)
+        if p is None or p.bp is not self:
+            return False
+        del S.pending[th.global_num]
+        S.done.append(self)         # deleted at the stop event: not inside stop()
+        reports = []
+        for w, kind, data in p.hits:
+            if w.num not in S.watches or not w.enabled:
+                continue
+            old = w.old
+            if kind == WL_WRITE:
+                w.old = data
+            if w.cond:
+                try:
+                    if not bool(gdb.parse_and_eval(w.cond)):
+                        continue
+                except gdb.error as e:
+                    gdb.write("Error in testing condition for watchpoint %d:\n%s\n"
+                              % (w.num, e))
+            w.hits += 1
+            reports.append((w, kind, old, data))
+        if not reports and not p.step:
+            return False
+        cmds = [w.commands for w, _, _, _ in reports if w.commands]
+        if cmds or self.commands:
+            self.commands = "\n".join(cmds)
+        S.last_reports = reports
+        return True
+
+
+class StopBreakpoint(gdb.Breakpoint):
+    """ulpt_gdb_stop: a hit the agent saw. Decides, and sends the stop to ResumeBreakpoint.
+    Inside a step of GDB's (the agent took it over: see gdb.c) it stops here, silently, and
+    its command continues to the program's next instruction, where the step ends."""
+
+    def __init__(self):
+        super().__init__("*ulpt_gdb_stop", internal=True)
+        self.silent = True
+
+    def stop(self):
+        try:
+            hit = gdb.parse_and_eval("*(struct wl_hit *) $rdi")
+            stepping = int(gdb.parse_and_eval("(int) $rsi")) != 0
+            w = S.by_agent.get(int(hit["id"]))
+            kind = int(hit["kind"])
+        except gdb.error:
+            return False
+        report = self.decide(w, kind)
+        th = gdb.selected_thread()
+        p = S.pending.get(th.global_num)
+        if p is None and (report or stepping):
+            f = program_frame()
+            if f is None:
+                return False
+            p = S.pending[th.global_num] = Pending(f.pc(), th.num)
+        if report:
+            p.hits.append((w, kind, read_bytes(w.addr, w.size)))
+        if not stepping:
+            return False
+        p.step = True
+        if self.commands != "continue":
+            self.commands = "continue"
+        return True
+
+    @staticmethod
+    def decide(w, kind):
+        """Whether the hit is one GDB would report (the condition aside: it is evaluated at
+        the program's next instruction)."""
+        if w is None or not w.enabled:
+            return False
+        if w.thread is not None and gdb.selected_thread().num != w.thread:
+            return False
+        if kind == WL_WRITE:
+            return w.kind != "rwatch" and (w.kind != "watch" or
+                                           read_bytes(w.addr, w.size) != w.old)
+        return w.kind != "watch"
+
+
+def ensure_stop_bp():
+    if S.stop_bp is None or not S.stop_bp.is_valid():
+        S.stop_bp = StopBreakpoint()
+
+
+def thread_prefix():
+    th = gdb.selected_thread()
+    if th is None or len(gdb.selected_inferior().threads()) < 2 and th.num < 2:
+        return ""
+    name = th.name or ""
+    return 'Thread %s "%s" hit ' % (th.num, name) if name else "Thread %s hit " % th.num
+
+
+def delete_done():
+    done, S.done = S.done, []
+    for bp in done:
+        if bp.is_valid():
+            bp.delete()
+
+
+def on_stop(event):
+    delete_done()
+    reports, S.last_reports = S.last_reports, None
+    if not isinstance(event, gdb.BreakpointEvent):
+        return
+    if reports is None or not any(isinstance(b, ResumeBreakpoint) for b in event.breakpoints):
+        return
+    if not reports:         # a step of GDB's that ended here: where, as after a step
+        gdb.write(frame_text())
+        return
+    out = []
+    prefix = thread_prefix()
+    for w, kind, old, data in reports:
+        if w.commands and w.commands.lstrip().split("\n", 1)[0].strip() == "silent":
+            continue                # GDB's `silent': the commands say what to
+        out.append("\n%s%s %d: %s\n\n" % (prefix, KINDS[w.kind][1], w.num, w.title()))
+        if kind == WL_WRITE and old != data:
+            out.append("Old value = %s\nNew value = %s\n" % (w.value(old), w.value(data)))
+        else:
+            out.append("Value = %s\n" % w.value(data))
+    if out:
+        gdb.write("".join(out) + frame_text())
+
+
+def frame_text():
+    """The selected frame as a stop shows it (`frame' without its "#0  ")."""
+    frame = gdb.execute("frame", to_string=True)
+    return frame[2:].lstrip() if frame.startswith("#0") else frame
+
+
+def on_exited(event):
+    delete_done()
+    for p in S.pending.values():
+        if p.bp.is_valid():
+            p.bp.delete()
+    for w in list(S.watches.values()):
+        w.agent_id = None
+        if w.scope is not None:
+            delete_watch(w, call=False)
+    S.by_agent.clear()
+    S.pending.clear()
+    S.unwatch = []
+
+
+def on_new_objfile(event):
+    """The agent just loaded (a run, or -p's dlopen)."""
+    if "ulpt-watch-agent" not in os.path.basename(event.new_objfile.filename or ""):
+        return
+    try:
+        ensure_stop_bp()
+        if S.ready_bp is None or not S.ready_bp.is_valid():
+            S.ready_bp = ReadyBreakpoint()
+    except gdb.error:
+        pass        # not resolvable yet (a dlopen under way): agent_watch makes them
+
+
+class ReadyBreakpoint(gdb.Breakpoint):
+    """The agent's start is done: the watchpoints made before the program ran go in. It stops
+    silently and its commands watch and continue (stop() may not call the program)."""
+
+    def __init__(self):
+        super().__init__("*ulpt_gdb_ready", internal=True)
+        self.silent = True
+
+    def stop(self):
+        if not any(w.enabled and w.agent_id is None for w in S.watches.values()):
+            return False
+        self.commands = "python gdb.ulpt_gdb_apply()\ncontinue"
+        return True
+
+
+def ulpt_gdb_apply():
+    for w in sorted(S.watches.values(), key=lambda w: w.num):
+        if w.enabled and w.agent_id is None:
+            try:
+                agent_watch(w)
+                w.old = read_bytes(w.addr, w.size)
+            except gdb.GdbError as e:
+                gdb.write("%s\n" % e)
+
+
+gdb.ulpt_gdb_apply = ulpt_gdb_apply
+
+
+# ---- the commands --------------------------------------------------------------------------
+
+def parse_watch(arg):
+    """EXPR [thread N] [if COND], with -l/-location first: (location, expr, thread, cond)."""
+    words = arg.strip()
+    location = False
+    for flag in ("-location ", "-l "):
+        if words.startswith(flag):
+            location, words = True, words[len(flag):].strip()
+    cond = None
+    i = find_word(words, "if")
+    if i >= 0:
+        words, cond = words[:i].strip(), words[i + 2:].strip()
+        if not cond:
+            raise gdb.GdbError("Argument required (boolean expression).")
+    thread = None
+    i = find_word(words, "thread")
+    if i >= 0:
+        t = words[i + 6:].strip()
+        words = words[:i].strip()
+        if not t.isdigit() or not any(th.num == int(t)
+                                      for th in gdb.selected_inferior().threads()):
+            raise gdb.GdbError("Unknown thread %s." % t)
+        thread = int(t)
+    if not words:
+        raise gdb.GdbError("Argument required (expression to compute).")
+    return location, words, thread, cond
+
+
+def find_word(s, word):
+    """Where the keyword word stands alone in s, outside brackets and quotes, or -1."""
+    depth, quote = 0, None
+    for i, c in enumerate(s):
+        if quote:
+            quote = None if c == quote else quote
+        elif c in "\"'":
+            quote = c
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif (depth == 0 and s.startswith(word, i) and (i == 0 or s[i - 1].isspace())
+              and (i + len(word) == len(s) or s[i + len(word)].isspace())):
+            return i
+    return -1
+
+
+class UlptPrefix(gdb.Command):
+    """ulpt-gdb: watchpoints of any number and size (the ulpt-watch agent in the program).
+ulpt watch, ulpt rwatch, ulpt awatch, ulpt info watchpoints, ulpt delete, ulpt disable,
+ulpt enable, ulpt condition; GDB's `commands' right after a ulpt watch."""
+
+    def __init__(self):
+        super().__init__("ulpt", gdb.COMMAND_BREAKPOINTS, prefix=True)
+
+
+class WatchCommand(gdb.Command):
+    def __init__(self, kind):
+        super().__init__("ulpt " + kind, gdb.COMMAND_BREAKPOINTS, gdb.COMPLETE_EXPRESSION)
+        self.kind = kind
+
+    def invoke(self, arg, from_tty):
+        location, expr, thread, cond = parse_watch(arg)
+        try:
+            v = gdb.parse_and_eval(expr)
+        except gdb.error as e:
+            raise gdb.GdbError(str(e))
+        if v.type.code == gdb.TYPE_CODE_FUNC:
+            raise gdb.GdbError("Cannot watch a function: `%s'." % expr)
+        if v.address is None:
+            if expr.lstrip().startswith("$"):
+                raise gdb.GdbError("Cannot watch a register or convenience variable with "
+                                   "ulpt %s: `%s' has no address." % (self.kind, expr))
+            raise gdb.GdbError("Cannot watch constant value `%s'." % expr)
+        size = v.type.sizeof
+        if size <= 0:
+            raise gdb.GdbError("Cannot watch `%s': its type has no size." % expr)
+        addr = int(v.address)
+        scope = None
+        if not location and inferior_live():
+            scope = local_frame(expr)
+        flush_unwatch()
+        num = new_number()
+        w = Watch(num, self.kind, expr, location, addr, size, v.type.strip_typedefs(), thread,
+                  cond)
+        S.watches[num] = w
+        if inferior_live():
+            try:
+                agent_watch(w)
+            except gdb.GdbError:
+                del S.watches[num]
+                drop_proxy()
+                raise
+        w.old = read_bytes(addr, size) if inferior_live() else None
+        if scope is not None:
+            w.scope = ScopeBreakpoint(scope, w)
+        gdb.write("%s %d: %s\n" % (KINDS[self.kind][1], num, w.title()))
+
+
+def local_frame(expr):
+    """The selected frame if expr names one of its locals or arguments (the watchpoint's scope,
+    as GDB's innermost block of the expression), else None."""
+    try:
+        f = gdb.selected_frame()
+        block = f.block()
+    except (gdb.error, RuntimeError):
+        return None
+    for name in identifiers(expr):
+        sym = gdb.lookup_symbol(name, block)[0]
+        if sym is not None and sym.needs_frame:
+            return f
+    return None
+
+
+def identifiers(expr):
+    """The C identifiers of expr outside quotes (member names after . and -> included: a
+    lookup of one that is not a local finds nothing, or a global)."""
+    out, word, quote = [], "", None
+    for c in expr + " ":
+        if quote:
+            quote = None if c == quote else quote
+        elif c in "\"'":
+            quote = c
+        elif c.isalnum() or c in "_$":
+            word += c
+            continue
+        if word and not word[0].isdigit() and word[0] != "$":
+            out.append(word)
+        word = ""
+    return out
+
+
+class ScopeBreakpoint(gdb.FinishBreakpoint):
+    """A local's watchpoint ends with its frame, as GDB's does."""
+
+    def __init__(self, frame, w):
+        super().__init__(frame, internal=True)
+        self.silent = True
+        self.w = w
+
+    def stop(self):
+        w = self.w
+        if w.num not in S.watches:
+            return False
+        S.last_reports = None
+        S.scope_ended = w
+        return True
+
+    def out_of_scope(self):
+        if self.w.num in S.watches:
+            delete_watch(self.w, call=False)
+
+
+def on_stop_scope(event):
+    w = getattr(S, "scope_ended", None)
+    S.scope_ended = None
+    if w is None or not isinstance(event, gdb.BreakpointEvent):
+        return
+    gdb.write("\nWatchpoint %d deleted because the program has left the block in\n"
+              "which its expression is valid.\n" % w.num)
+    delete_watch(w, call=False)
+    gdb.write(frame_text())
+
+
+def delete_watch(w, call=True):
+    S.watches.pop(w.num, None)
+    agent_unwatch(w, call)
+    if w.scope is not None and w.scope.is_valid():
+        sc, w.scope = w.scope, None
+        S.done.append(sc)
+    if S.proxy is not None and S.proxy.is_valid() and S.proxy.number == w.num:
+        drop_proxy()
+
+
+def numbers(arg, what):
+    """The watchpoint numbers of arg (N, N-M, or none for all)."""
+    take_proxy()
+    flush_unwatch()
+    if not arg.strip():
+        return sorted(S.watches)
+    out = []
+    for word in arg.split():
+        lo, _, hi = word.partition("-")
+        if not lo.isdigit() or (hi and not hi.isdigit()):
+            raise gdb.GdbError("Convenience variable must have integer value.\n"
+                               "Args must be numbers or '$' variables."
+                               if word.startswith("$") else "Bad watchpoint number '%s'" % word)
+        for n in range(int(lo), int(hi or lo) + 1):
+            if n in S.watches:
+                out.append(n)
+            else:
+                gdb.write("No ulpt watchpoint number %d.\n" % n)
+    return out
+
+
+def take_proxy():
+    if S.proxy is not None and S.proxy.is_valid():
+        take_commands(S.proxy)
+
+
+class DeleteCommand(gdb.Command):
+    """Delete ulpt watchpoints: ulpt delete [N...] (all without N)."""
+
+    def __init__(self):
+        super().__init__("ulpt delete", gdb.COMMAND_BREAKPOINTS)
+
+    def invoke(self, arg, from_tty):
+        for n in numbers(arg, "delete"):
+            delete_watch(S.watches[n])
+
+
+class EnableCommand(gdb.Command):
+    """Enable (or disable) ulpt watchpoints: ulpt enable|disable [N...]."""
+
+    def __init__(self, on):
+        super().__init__("ulpt " + ("enable" if on else "disable"), gdb.COMMAND_BREAKPOINTS)
+        self.on = on
+
+    def invoke(self, arg, from_tty):
+        for n in numbers(arg, "enable"):
+            w = S.watches[n]
+            if w.enabled == self.on:
+                continue
+            w.enabled = self.on
+            if not self.on:
+                agent_unwatch(w)        # a disabled watchpoint costs the program nothing
+            elif inferior_live():
+                agent_watch(w)
+                w.old = read_bytes(w.addr, w.size)
+
+
+class ConditionCommand(gdb.Command):
+    """Set or remove a ulpt watchpoint's condition: ulpt condition N [COND]."""
+
+    def __init__(self):
+        super().__init__("ulpt condition", gdb.COMMAND_BREAKPOINTS)
+
+    def invoke(self, arg, from_tty):
+        n, _, cond = arg.strip().partition(" ")
+        if not n.isdigit():
+            raise gdb.GdbError("Argument required (breakpoint number).")
+        w = S.watches.get(int(n))
+        if w is None:
+            raise gdb.GdbError("No ulpt watchpoint number %s." % n)
+        w.cond = cond.strip() or None
+        if w.cond is None:
+            gdb.write("Watchpoint %d now unconditional.\n" % w.num)
+
+
+class InfoCommand(gdb.Command):
+    """List the ulpt watchpoints, as info watchpoints does."""
+
+    def __init__(self):
+        super().__init__("ulpt info", gdb.COMMAND_BREAKPOINTS, prefix=True)
+
+
+class InfoWatchpoints(gdb.Command):
+    """List the ulpt watchpoints: ulpt info watchpoints [N...]."""
+
+    def __init__(self):
+        super().__init__("ulpt info watchpoints", gdb.COMMAND_BREAKPOINTS)
+
+    def invoke(self, arg, from_tty):
+        nums = numbers(arg, "info")
+        if not nums:
+            gdb.write("No watchpoints.\n" if not arg.strip() else "")
+            return
+        out = ["Num     Type            Disp Enb Address            What\n"]
+        for n in nums:
+            w = S.watches[n]
+            out.append("%-7d %-15s keep %s   %-18s %s\n"
+                       % (n, KINDS[w.kind][2], "y" if w.enabled else "n", "", w.title()))
+            if w.cond:
+                out.append("\tstop only if %s\n" % w.cond)
+            if w.thread is not None:
+                out.append("\tstop only in thread %d\n" % w.thread)
+            if w.hits:
+                out.append("\tbreakpoint already hit %d time%s\n"
+                           % (w.hits, "" if w.hits == 1 else "s"))
+            if w.commands:
+                out.extend("        %s\n" % line for line in w.commands.splitlines())
+        gdb.write("".join(out))
+
+
+UlptPrefix()
+for _k in KINDS:
+    WatchCommand(_k)
+DeleteCommand()
+EnableCommand(True)
+EnableCommand(False)
+ConditionCommand()
+InfoCommand()
+InfoWatchpoints()
+S.scope_ended = None
+# GDB steps over a breakpoint by running a copy of its instruction elsewhere (displaced
+# stepping): an instruction that hits a watchpoint would fault there, and the agent's stop in
+# the middle of that step would leave GDB's fix-up of the copy wrong. In place instead (GDB
+# takes the breakpoint out for that one step), as in all-stop mode GDB can.
+gdb.execute("set displaced-stepping off")
+gdb.events.stop.connect(on_stop)
+gdb.events.stop.connect(on_stop_scope)
+gdb.events.exited.connect(on_exited)
+gdb.events.new_objfile.connect(on_new_objfile)
+gdb.events.breakpoint_modified.connect(on_modified)
