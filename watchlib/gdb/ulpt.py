@@ -67,6 +67,7 @@ class State:
         self.proxy = None           # the placeholder breakpoint of the last watch
         self.stop_bp = None
         self.ready_bp = None
+        self.checked_pid = 0        # the process whose agent was found ready (agent_watch)
         self.last_reports = None
         # Breakpoints of ours to delete once GDB is done with them: not in their stop(), nor
         # by gdb.post_event, whose pending calls crash GDB at its exit.
@@ -123,16 +124,19 @@ def errno_text(code):
 
 def agent_watch(w):
     """Starts the agent's watch for w (the program stopped and live)."""
-    if not agent_loaded():
-        load_agent()
-    ensure_stop_bp()
-    backend = agent_call("((int (*)(void)) ulpt_gdb_backend)()")
-    if backend == 0:
-        raise gdb.GdbError("ulpt: the agent did not start in this program (its message says "
-                           "why); the program runs unwatched")
-    if backend != 1:
-        raise gdb.GdbError("ulpt: the program runs on the mprotect backend, whose single "
-                           "steps GDB cannot pass on (see ulpt-gdb(1), BACKENDS)")
+    pid = gdb.selected_inferior().pid
+    if S.checked_pid != pid:        # once per process: an inferior call costs a stop
+        if not agent_loaded():
+            load_agent()
+        ensure_stop_bp()
+        backend = agent_call("((int (*)(void)) ulpt_gdb_backend)()")
+        if backend == 0:
+            raise gdb.GdbError("ulpt: the agent did not start in this program (its message "
+                               "says why); the program runs unwatched")
+        if backend != 1:
+            raise gdb.GdbError("ulpt: the program runs on the mprotect backend, whose single "
+                               "steps GDB cannot pass on (see ulpt-gdb(1), BACKENDS)")
+        S.checked_pid = pid
     mode = KINDS[w.kind][0] | (GDB_CHANGES if w.kind == "watch" else 0)
     tid = 0
     if w.thread is not None:
@@ -368,6 +372,7 @@ def frame_text():
 
 
 def on_exited(event):
+    S.checked_pid = 0
     delete_done()
     for p in S.pending.values():
         if p.bp.is_valid():
