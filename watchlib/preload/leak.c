@@ -31,7 +31,6 @@
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -211,19 +210,30 @@ static void drain(int tag)
 	}
 }
 
-/* The roots: each line of maps is "lo-hi perms offset dev inode path". */
+/* The roots: each line of maps is "lo-hi perms offset dev inode path" (read without sscanf,
+ * which took a quarter of the roots' time in the emulator). */
 static void scan_roots(char *maps, uintptr_t sp)
 {
 	for (char *line = maps, *next; line && *line; line = next) {
-		unsigned long lo, hi, inode = 1;
-		char perms[8] = "", path[256] = "";
+		unsigned long lo, hi, inode;
+		char *p = line, *perms, *path;
 
 		next = strchr(line, '\n');
 		if (next)
 			*next++ = 0;
-		if (sscanf(line, "%lx-%lx %7s %*s %*s %lu %255s", &lo, &hi, perms, &inode, path) < 4)
+		lo = strtoul(p, &p, 16);
+		if (*p++ != '-')
 			continue;
-		if (perms[0] != 'r' || perms[1] != 'w')
+		hi = strtoul(p, &p, 16);
+		perms = p + strspn(p, " ");
+		p = perms + strcspn(perms, " ");
+		strtoul(p, &p, 16);                     /* the offset */
+		strtoul(p, &p, 16);                     /* the device: major:minor */
+		if (*p == ':')
+			strtoul(p + 1, &p, 16);
+		inode = strtoul(p, &p, 10);
+		path = p + strspn(p, " ");
+		if (strncmp(perms, "rw", 2))
 			continue;
 		/* The kernel's pages, and devices (reading one may do something). */
 		if (!strcmp(path, "[vvar]") || !strcmp(path, "[vsyscall]") ||
