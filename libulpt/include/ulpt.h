@@ -89,7 +89,8 @@ struct ulpt_fault {
 	uint64_t entry[2];  /* ULPT: the table entry as read (page word, line word); mprotect:
 	                       { the page's denied rights, 0 } */
 	pid_t tid;          /* the faulting thread */
-	uintptr_t next_ip;  /* ULPT_SKIP: where to continue (the handler sets it) */
+	uintptr_t next_ip;  /* ULPT_SKIP: where to continue (the handler sets it); in the
+	                       after-call on the ULPT backend: where the program goes on */
 	int after;          /* 1 in the second call after ULPT_PERMIT_STEP, else 0 */
 	uint64_t rflags;    /* after-call, ULPT backend: the program's RFLAGS as it goes on (TF
 	                       set: a debugger single-steps it); the handler may clear TF; else 0 */

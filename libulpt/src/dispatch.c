@@ -146,6 +146,7 @@ void ulpt_after_run_(uint64_t *rflags_slot)
 
 	after_depth = d;
 	f.rflags = rflags;
+	f.next_ip = rflags_slot[1];         /* the program's RIP, above its RFLAGS (entry.S) */
 	if (handler)
 		handler(&f, ulpt_lib_.handler_arg);
 	*errno_ptr = saved_errno;

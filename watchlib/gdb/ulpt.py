@@ -286,6 +286,7 @@ class StopBreakpoint(gdb.Breakpoint):
         try:
             hit = gdb.parse_and_eval("*(struct wl_hit *) $rdi")
             stepping = int(gdb.parse_and_eval("(int) $rsi")) != 0
+            resume = int(gdb.parse_and_eval("(unsigned long) $rdx"))
             w = S.by_agent.get(int(hit["id"]))
             kind = int(hit["kind"])
         except gdb.error:
@@ -294,10 +295,12 @@ class StopBreakpoint(gdb.Breakpoint):
         th = gdb.selected_thread()
         p = S.pending.get(th.global_num)
         if p is None and (report or stepping):
-            f = program_frame()
-            if f is None:
-                return False
-            p = S.pending[th.global_num] = Pending(f.pc(), th.num)
+            if not resume:
+                f = program_frame()
+                if f is None:
+                    return False
+                resume = f.pc()
+            p = S.pending[th.global_num] = Pending(resume, th.num)
         if report:
             p.hits.append((w, kind, read_bytes(w.addr, w.size)))
         if not stepping:

@@ -41,12 +41,14 @@ static struct filter {
 	pid_t tid;                  /* 0, or the one thread whose accesses stop */
 } *filters;
 
-/* The breakpoint's place. Its arguments stay in RDI and RSI at its first instruction, where
- * the extension's breakpoint is: the hit, and whether GDB's single step covered the access
- * (the step is then over: see the top). */
-GDB_API __attribute__((noinline)) void ulpt_gdb_stop(const struct wl_hit *hit, int stepping)
+/* The breakpoint's place. Its arguments stay in RDI, RSI and RDX at its first instruction,
+ * where the extension's breakpoint is: the hit, whether GDB's single step covered the access
+ * (the step is then over: see the top), and the program's next instruction (0: not known,
+ * the extension finds it by unwinding). */
+GDB_API __attribute__((noinline)) void ulpt_gdb_stop(const struct wl_hit *hit, int stepping,
+						     uintptr_t resume)
 {
-	__asm__ volatile("" : : "D"(hit), "S"(stepping) : "memory");
+	__asm__ volatile("" : : "D"(hit), "S"(stepping), "d"(resume) : "memory");
 }
 
 /* The agent has started (its constructor's end): the extension's breakpoint here sets the
@@ -78,7 +80,7 @@ static void gdb_hit(const struct wl_hit *h, void *arg)
 		f->rflags &= ~RFLAGS_TF;
 		gdb_after.stepping = 1;
 	}
-	ulpt_gdb_stop(h, gdb_after.stepping);
+	ulpt_gdb_stop(h, gdb_after.stepping, f ? f->next_ip : 0);
 }
 
 /* Starts the stop calls, once; -ENODEV if the agent could not start (the program runs
