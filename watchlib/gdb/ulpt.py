@@ -283,15 +283,20 @@ class StopBreakpoint(gdb.Breakpoint):
         self.silent = True
 
     def stop(self):
+        # The arguments in registers, and struct wl_hit's first two fields (watchlib.h: int id,
+        # unsigned kind), read raw: an expression per hit costs more than the rest of stop().
         try:
-            hit = gdb.parse_and_eval("*(struct wl_hit *) $rdi")
-            stepping = int(gdb.parse_and_eval("(int) $rsi")) != 0
-            resume = int(gdb.parse_and_eval("(unsigned long) $rdx"))
-            w = S.by_agent.get(int(hit["id"]))
-            kind = int(hit["kind"])
-        except gdb.error:
+            f = gdb.newest_frame()
+            hit = int(f.read_register("rdi"))
+            stepping = int(f.read_register("rsi")) & 0xffffffff != 0
+            resume = int(f.read_register("rdx"))
+            raw = bytes(gdb.selected_inferior().read_memory(hit, 8))
+        except (gdb.error, gdb.MemoryError):
             return False
-        report = self.decide(w, kind)
+        w = S.by_agent.get(int.from_bytes(raw[:4], "little", signed=True))
+        kind = int.from_bytes(raw[4:], "little")
+        data = read_bytes(w.addr, w.size) if w is not None else None
+        report = self.decide(w, kind, data)
         th = gdb.selected_thread()
         p = S.pending.get(th.global_num)
         if p is None and (report or stepping):
@@ -302,7 +307,7 @@ class StopBreakpoint(gdb.Breakpoint):
                 resume = f.pc()
             p = S.pending[th.global_num] = Pending(resume, th.num)
         if report:
-            p.hits.append((w, kind, read_bytes(w.addr, w.size)))
+            p.hits.append((w, kind, data))
         if not stepping:
             return False
         p.step = True
@@ -311,16 +316,15 @@ class StopBreakpoint(gdb.Breakpoint):
         return True
 
     @staticmethod
-    def decide(w, kind):
+    def decide(w, kind, data):
         """Whether the hit is one GDB would report (the condition aside: it is evaluated at
-        the program's next instruction)."""
+        the program's next instruction); data is the watched value now."""
         if w is None or not w.enabled:
             return False
         if w.thread is not None and gdb.selected_thread().num != w.thread:
             return False
         if kind == WL_WRITE:
-            return w.kind != "rwatch" and (w.kind != "watch" or
-                                           read_bytes(w.addr, w.size) != w.old)
+            return w.kind != "rwatch" and (w.kind != "watch" or data != w.old)
         return w.kind != "watch"
 
 
