@@ -3,7 +3,7 @@
 # watchlib/test/progs/gdbwatch, in the guest (ULPT backend; one boot, 2 vCPUs) and on the host
 # (mprotect backend). Each session's output, with its addresses, process and thread ids
 # masked, must equal NAME.exp beside it (memcheck's tests keep their expected output so):
-#   global rwatch heap local cond enable many commands threads step badinput segv attach
+#   global prerun rwatch heap local cond enable many commands threads step badinput segv attach
 #   attach-noagent
 # and, in the guest:
 #   hwexact    the hits, values and lines of ulpt watch on counter are GDB's own hardware
@@ -29,7 +29,7 @@ for f in "$gdbx" "$prog"; do
 done
 command -v gdb > /dev/null || { echo "1..1"; echo "not ok 1 - gdb not installed"; exit 1; }
 
-CASES="global rwatch heap local cond enable many commands threads step badinput segv"
+CASES="global prerun rwatch heap local cond enable many commands threads step badinput segv"
 # The program's part for each case.
 part() {
   case $1 in many) echo array ;; threads) echo threads ;; segv) echo segv ;; *) echo steps ;; esac

@@ -381,6 +381,11 @@ def frame_text():
 def on_exited(event):
     S.checked_pid = 0
     delete_done()
+    # The breakpoints in the agent go with its process; the next one's start makes them anew.
+    for bp in (S.stop_bp, S.ready_bp):
+        if bp is not None and bp.is_valid():
+            bp.delete()
+    S.stop_bp = S.ready_bp = None
     for p in S.pending.values():
         if p.bp.is_valid():
             p.bp.delete()
@@ -424,10 +429,16 @@ def ulpt_gdb_apply():
     for w in sorted(S.watches.values(), key=lambda w: w.num):
         if w.enabled and w.agent_id is None:
             try:
+                # Made before the program ran, the address was the file's (a PIE's
+                # unrelocated one): the expression again, now that the program is there.
+                v = gdb.parse_and_eval(w.expr)
+                if v.address is None:
+                    raise gdb.GdbError("Cannot watch constant value `%s'." % w.expr)
+                w.addr = int(v.address)
                 agent_watch(w)
                 w.old = read_bytes(w.addr, w.size)
-            except gdb.GdbError as e:
-                gdb.write("%s\n" % e)
+            except (gdb.GdbError, gdb.error) as e:
+                gdb.write("ulpt: watchpoint %d: %s\n" % (w.num, e))
 
 
 gdb.ulpt_gdb_apply = ulpt_gdb_apply
@@ -607,7 +618,7 @@ def delete_watch(w, call=True):
         drop_proxy()
 
 
-def numbers(arg, what):
+def numbers(arg):
     """The watchpoint numbers of arg (N, N-M, or none for all)."""
     take_proxy()
     flush_unwatch()
@@ -640,7 +651,7 @@ class DeleteCommand(gdb.Command):
         super().__init__("ulpt delete", gdb.COMMAND_BREAKPOINTS)
 
     def invoke(self, arg, from_tty):
-        for n in numbers(arg, "delete"):
+        for n in numbers(arg):
             delete_watch(S.watches[n])
 
 
@@ -652,7 +663,7 @@ class EnableCommand(gdb.Command):
         self.on = on
 
     def invoke(self, arg, from_tty):
-        for n in numbers(arg, "enable"):
+        for n in numbers(arg):
             w = S.watches[n]
             if w.enabled == self.on:
                 continue
@@ -696,7 +707,7 @@ class InfoWatchpoints(gdb.Command):
         super().__init__("ulpt info watchpoints", gdb.COMMAND_BREAKPOINTS)
 
     def invoke(self, arg, from_tty):
-        nums = numbers(arg, "info")
+        nums = numbers(arg)
         if not nums:
             gdb.write("No watchpoints.\n" if not arg.strip() else "")
             return
