@@ -112,6 +112,11 @@ void agent_halt(void) WL_HIDDEN;        /* after a report: ends the process if h
 int agent_finish(void) WL_HIDDEN;
 int agent_err_fd(void) WL_HIDDEN;       /* where reports go: the log file or stderr */
 char *agent_read_file(const char *path) WL_HIDDEN;         /* whole, in watchlib's memory */
+struct maps_entry {
+	unsigned long lo, hi, dev, ino;
+	char *perms, *path;         /* into the line */
+};
+int agent_maps_line(char *line, struct maps_entry *e) WL_HIDDEN;   /* one of /proc/self/maps */
 const char *agent_watch_name(int id) WL_HIDDEN;            /* -v's name of a watch, or NULL */
 
 /* heap.c */

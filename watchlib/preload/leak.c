@@ -210,29 +210,23 @@ static void drain(int tag)
 	}
 }
 
-/* The roots: each line of maps is "lo-hi perms offset dev inode path" (read without sscanf,
- * which took a quarter of the roots' time in the emulator). */
+/* The roots: each line of /proc/self/maps. */
 static void scan_roots(char *maps, uintptr_t sp)
 {
 	for (char *line = maps, *next; line && *line; line = next) {
-		unsigned long lo, hi, inode;
-		char *p = line, *perms, *path;
+		struct maps_entry e;
+		unsigned long lo, hi;
+		const char *perms, *path;
 
 		next = strchr(line, '\n');
 		if (next)
 			*next++ = 0;
-		lo = strtoul(p, &p, 16);
-		if (*p++ != '-')
+		if (!agent_maps_line(line, &e))
 			continue;
-		hi = strtoul(p, &p, 16);
-		perms = p + strspn(p, " ");
-		p = perms + strcspn(perms, " ");
-		strtoul(p, &p, 16);                     /* the offset */
-		strtoul(p, &p, 16);                     /* the device: major:minor */
-		if (*p == ':')
-			strtoul(p + 1, &p, 16);
-		inode = strtoul(p, &p, 10);
-		path = p + strspn(p, " ");
+		lo = e.lo;
+		hi = e.hi;
+		perms = e.perms;
+		path = e.path;
 		if (strncmp(perms, "rw", 2))
 			continue;
 		/* The kernel's pages, and devices (reading one may do something). */
@@ -245,7 +239,7 @@ static void scan_roots(char *maps, uintptr_t sp)
 		if (sp >= lo && sp < hi)
 			lo = sp;                        /* this thread: its live frames */
 		/* inode 0: private anonymous (a shared one has its shmem file's inode). */
-		scan_root(lo, hi, inode == 0 && perms[3] == 'p');
+		scan_root(lo, hi, e.ino == 0 && perms[3] == 'p');
 	}
 }
 

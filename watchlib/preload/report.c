@@ -338,30 +338,6 @@ static int mod_add(struct mod **v, int *n, uintptr_t lo, uintptr_t hi, const cha
 	return 0;
 }
 
-/* A line of /proc/self/maps, "lo-hi perms offset major:minor inode   path": 1, or 0. */
-static int maps_line(char *p, unsigned long *lo, unsigned long *hi, unsigned long *dev,
-		     unsigned long *ino, char **path)
-{
-	unsigned long major;
-
-	*lo = strtoul(p, &p, 16);
-	if (*p++ != '-')
-		return 0;
-	*hi = strtoul(p, &p, 16);
-	while (*p == ' ')
-		p++;
-	while (*p && *p != ' ')
-		p++;                            /* the permissions */
-	strtoul(p, &p, 16);                     /* the offset */
-	major = strtoul(p, &p, 16);
-	if (*p++ != ':')
-		return 0;
-	*dev = major << 32 | strtoul(p, &p, 16);
-	*ino = strtoul(p, &p, 10);
-	*path = p + strspn(p, " \t");
-	return 1;
-}
-
 /* The modules of maps (its text cut into lines) in *v, as libdw's proc_maps_report makes
  * them (it stops at a line it cannot read): their count. */
 static int mods_parse(char *maps, struct mod **v)
@@ -372,14 +348,20 @@ static int mods_parse(char *maps, struct mod **v)
 	int n = 0;
 
 	for (char *line = maps; *line; line = next) {
+		struct maps_entry e;
 		unsigned long lo, hi, dev, ino;
 		char *path;
 
 		next = line + strcspn(line, "\n");
 		if (*next)
 			*next++ = 0;
-		if (!maps_line(line, &lo, &hi, &dev, &ino, &path))
+		if (!agent_maps_line(line, &e))
 			return n;
+		lo = e.lo;
+		hi = e.hi;
+		dev = e.dev;
+		ino = e.ino;
+		path = e.path;
 		if (lo == vdso && vdso) {
 			char name[32];
 
