@@ -9,7 +9,10 @@
  * everything it runs, the kernel's work for it and whatever else the machine does meanwhile.
  * The counts go to standard error as one line, or with -o to FILE as a JSON object. The exit
  * status is CMD's (128+N if signal N ended it), 127 if it could not be run, 2 for a usage
- * error or when the machine does not model time. --available: status 0 if it does, else 1.
+ * error, when the machine does not model time, or when CMD closed the region itself (the
+ * region is the machine's, one at a time: a measurement inside CMD, such as a program's own
+ * ulpt_model_end(), ends this one, and its counts are not CMD's). --available: status 0 if it
+ * does, else 1.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -104,8 +107,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ulpt-model: cannot run %s: %s\n", argv[i], strerror(errno));
 		return 127;
 	}
-	ulpt_model_end(&m);
 	code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	if (ulpt_model_end(&m)) {
+		fprintf(stderr, "ulpt-model: no counts: %s closed the measured region itself "
+			"(a measurement inside it; regions do not nest)\n", argv[i]);
+		return 2;
+	}
 	if (report(&m, out))
 		return 2;
 	return code;

@@ -36,6 +36,13 @@ out=$("$run" --no-share --cpu ulpt,ulpt-model=on -- sh -c 'ulpt-model; echo "sta
 ok $([[ "$out" == *"usage: ulpt-model"*"status 2"*"usage: ulpt-model"*"status 2"* ]]; echo $?) \
   "ulpt-model without a command, or -o without a file: usage, status 2" "$out"
 
+# A measurement inside ulpt-model's command closes the machine's one region: the outer
+# ulpt-model says so in one line and exits 2, rather than printing counts it does not have.
+out=$("$run" --no-share --cpu ulpt,ulpt-model=on -- sh -c 'ulpt-model -- ulpt-model -- true; echo "status $?"' 2>&1)
+ok $([[ "$out" == *"ulpt-model: no counts: ulpt-model closed the measured region itself"*"status 2"* ]] &&
+     [ "$(grep -c 'modeled cycles' <<<"$out")" = 1 ]; echo $?) \
+  "ulpt-model around a command that ends the region itself: one line, status 2, no made-up counts" "$out"
+
 # ulpt-run --model: the command's output and status, then its counts on stderr.
 out=$("$run" --share "$dir" --model -- sh -c 'echo out; exit 3' 2>"$dir/err"); rc=$?
 err=$(cat "$dir/err")
