@@ -180,6 +180,19 @@ void helper_ulpt_uiret(CPUX86State *env)
     }
     if (f.info & (ULPT_INFO_PERMIT | ULPT_INFO_STEP)) {
         /*
+         * The instruction runs alone in a block of its own, which a lookup
+         * may find translated when an earlier permit let its fetch through:
+         * when this one does not let fetches through (STEP alone, or kinds
+         * without X), check the fetch here. A violation is delivered at
+         * f.rip with the state UIRET restored (no restore: ra 0).
+         */
+        if (!(f.info & ULPT_INFO_PERMIT) ||
+            !((ULPT_INFO_KIND(f.info) | ULPT_INFO_PERMITTED(f.info)) &
+              ULPT_KIND_X)) {
+            probe_access(env, f.rip, 1, MMU_INST_FETCH,
+                         cpu_mmu_index(env, false), 0);
+        }
+        /*
          * R-RET-2: the next instruction runs alone (see translate.c) with
          * these kinds let through, and interrupts wait for it, as after STI.
          * R-RET-4: with STEP, its block ends in the after event.

@@ -124,6 +124,7 @@ trap_\vec:
     TRAP 128, 0
 
 trap_common:
+    cld                              /* C code needs DF 0; CPL 3 may have left it set */
     pushq %rax
     pushq %rbx
     pushq %rcx

@@ -21,6 +21,7 @@ enum { ACT_PERMIT, ACT_FIX, ACT_SKIP, ACT_FAULT, ACT_BADRIP, ACT_SETFLAGS,
        ACT_STEP_IRQ,    /* as ACT_STEP, and make the test interrupt pending (IF is 0) */
        ACT_STEP_CLRTF,  /* as ACT_STEP; after event: clear TF in the frame */
        ACT_STEP_TO,     /* violation: STEP alone, rip = hskip (another instruction) */
+       ACT_W_STEP_ONCE, /* the first write violation: STEP alone; everything else: PERMIT */
 };
 struct hlog { uint64_t w[8], frame, seen; };
 static volatile struct hlog hlog[16];
@@ -85,6 +86,14 @@ void ulpt_handler(uint64_t *f)
             e[1] = 0;
         }
         f[ULPT_FRAME_INFO] |= ULPT_INFO_STEP;
+        break;
+    case ACT_W_STEP_ONCE:
+        if (ULPT_INFO_KIND(f[ULPT_FRAME_INFO]) == ULPT_KIND_W && !hskip) {
+            hskip = 1;
+            f[ULPT_FRAME_INFO] |= ULPT_INFO_STEP;
+        } else {
+            f[ULPT_FRAME_INFO] |= ULPT_INFO_PERMIT;
+        }
         break;
     }
 }
@@ -1314,6 +1323,133 @@ static void ret3_rmw(void)
           "R-RET-3: lock add reports both its write and its read, completes once (%d)", hcount);
 }
 
+/*
+ * Found by the CPU differential fuzzer (tests/baremetal/ulpt-fuzz.c), each fixed in
+ * qemu/patches/0016: the order of a read-modify-write's two deliveries (section 6: a locked
+ * one is checked for its write first, a non-locked one reads first; one vCPU used to report
+ * a locked one's read first, and CMPXCHG16B the write first also without LOCK).
+ */
+USER_INSN(u_xchg_mem, "xchgq %%rax, (%0)", "a"(0))
+USER_INSN(u_lock_cx16, "lock cmpxchg16b (%0)", "a"(0), "d"(0), "b"(1), "c"(2))
+USER_INSN(u_cx16, "cmpxchg16b (%0)", "a"(0), "d"(0), "b"(1), "c"(2))
+static void ret3_rmw_order(void)
+{
+    static const struct { void (*fn)(void *); unsigned first; const char *name; } c[] = {
+        { u_lock_add, ULPT_KIND_W, "lock add" }, { u_xchg_mem, ULPT_KIND_W, "xchg (locked)" },
+        { u_lock_cx16, ULPT_KIND_W, "lock cmpxchg16b" }, { u_cx16, ULPT_KIND_R, "cmpxchg16b" },
+    };
+    for (unsigned i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+        unsigned second = c[i].first ^ (ULPT_KIND_R | ULPT_KIND_W);
+        rmw_setup(ACT_PERMIT);
+        uint64_t r = run_user_default(c[i].fn, tp[3] + 256);
+        bm_ok(r == 0x80 && hcount == 2 && ULPT_INFO_KIND(hlog[0].w[1]) == c[i].first &&
+              ULPT_INFO_KIND(hlog[1].w[1]) == second && ULPT_INFO_PERMITTED(hlog[1].w[1]) == c[i].first,
+              "R-RET-3: %s on an R+W-denied line reports its %s first, then the other (%lu, %d, info %lx %lx)",
+              c[i].name, c[i].first == ULPT_KIND_W ? "write" : "read", r, hcount, hlog[0].w[1], hlog[1].w[1]);
+    }
+}
+
+/*
+ * Found by the fuzzer too: no state changed before a delivery (R-DEL-1), so the flags in the
+ * frame are those before the instruction, and a permitted or skipped instruction ends as
+ * an undisturbed one. CMPXCHG8B computed RFLAGS from a stale operation after a flag-setting
+ * instruction in the same block (CF lost: a run interrupted by a delivery differed from an
+ * undisturbed one); RCR computed the flags in place before its load and store; an x87 store
+ * set FSW's exception flags before its store was checked.
+ */
+static volatile uint64_t cx8_flags;
+static void __attribute__((noinline)) u_cx8_cf(void *p)
+{
+    asm volatile("movl $1, %%eax\n cmpl $2, %%eax\n cmpxchg8b (%0)\n cmpxchg8b (%0)\n"
+                 "pushfq\n popq %%rax\n movq %%rax, (%1)"
+                 :: "r"(p), "r"(&cx8_flags) : "rax", "rbx", "rcx", "rdx", "memory", "cc");
+}
+USER_INSN(u_rcr, "stc\n .globl u_rcr_at\n u_rcr_at: rcrq $1, (%0)")
+extern char u_rcr_at[];
+static volatile uint16_t fst_fsw;
+static void __attribute__((noinline)) u_fst(void *p)
+{
+    asm volatile("fninit\n fldpi\n .globl u_fst_at\n u_fst_at: fsts (%0)\n .globl u_fst_next\n"
+                 "u_fst_next: fnstsw %%ax\n movw %%ax, (%1)"
+                 :: "r"(p), "r"(&fst_fsw) : "rax", "memory", "cc");
+}
+extern char u_fst_at[], u_fst_next[];
+/* XSAVE of x87 and SSE state (EDX:EAX = 3). */
+static void __attribute__((noinline)) u_xsave(void *p)
+{
+    asm volatile(".globl u_xsave_at\n u_xsave_at: xsave (%0)\n .globl u_xsave_next\n u_xsave_next:"
+                 :: "r"(p), "a"(3), "d"(0) : "memory");
+}
+extern char u_xsave_at[], u_xsave_next[];
+static void del1_no_state(void)
+{
+    fresh((uint64_t)ulpt_entry);
+    uint64_t r = run_user_default(u_cx8_cf, tp[3]);
+    bm_ok(r == 0x80 && (cx8_flags & 1), "R-DEL-1: CF set before two CMPXCHG8B stays set (flags %lx)", cx8_flags);
+    /* RCR on a line denying writes: the frame has CF 1; permitted, it rotates CF in once. */
+    rmw_setup(ACT_PERMIT);
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(2));
+    r = run_user_default(u_rcr, tp[3] + 256);
+    bm_ok(r == 0x80 && hcount == 1 && (hlog[0].w[ULPT_FRAME_RFLAGS] & 1) &&
+          hlog[0].w[ULPT_FRAME_RIP] == va(u_rcr_at) && *(volatile uint64_t *)(tp[3] + 256) == 0x8000000000000014ull,
+          "R-DEL-1: RCR delivered with CF as before it (rflags %lx), then rotates it in once (%lx)",
+          hlog[0].w[ULPT_FRAME_RFLAGS], *(volatile uint64_t *)(tp[3] + 256));
+    /* FST of pi to single precision (inexact) on a write-denied line, skipped by the handler:
+       FSW's precision flag stays clear. */
+    enable_fpu();
+    fresh((uint64_t)ulpt_entry);
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(2));
+    hreset(ACT_SKIP);
+    hskip = (uint64_t)(u_fst_next - u_fst_at);
+    fst_fsw = 0xffff;
+    r = run_user_default(u_fst, tp[3] + 256);
+    bm_ok(r == 0x80 && hcount == 1 && fst_fsw != 0xffff && !(fst_fsw & 0x3f),
+          "R-DEL-1: a skipped FST to a denied line leaves FSW's exception flags clear (FSW %x)", fst_fsw);
+    /* XSAVE reads XSTATE_BV after writing the other parts: a line denying reads of the
+       header makes a delivery before any byte is written. */
+    fresh((uint64_t)ulpt_entry);
+    ulpt_kset(va(tp[4]), 0, ULPT_LINE_NR(4));            /* the header: tp[4] + 512 */
+    hreset(ACT_SKIP);
+    hskip = (uint64_t)(u_xsave_next - u_xsave_at);
+    for (int i = 0; i < 1024; i++) tp[4][i] = 0x5a;
+    r = run_user_default(u_xsave, tp[4]);
+    int same = 1;
+    for (int i = 0; i < 1024; i++) same &= tp[4][i] == 0x5a;
+    bm_ok(r == 0x80 && hcount == 1 && frame_is(&hlog[0], ULPT_KIND_R, va(tp[4]) + 512, va(tp[4]) + 512, 8) && same,
+          "R-ACC-1: XSAVE with its header's line denying reads: delivered before anything is written "
+          "(%d, " FRAME_FMT ", area unchanged %d)", hcount, FRAME_ARGS(&hlog[0]), same);
+}
+
+/*
+ * Found by the fuzzer (code page NX): a UIRET whose frame lets no fetch through (STEP
+ * alone) returned to an instruction whose block an earlier permit had translated, and it ran
+ * without its fetch being checked. The fix (target-ulpt/ulpt-deliver.c) checks the fetch in
+ * UIRET. Code on an NX page writes to a line denying writes: fetch (let through), write
+ * (STEP alone: nothing let through), so the fetch again, then the write, then RET's fetch.
+ */
+static void ret4_step_alone_fetch(void)
+{
+    static const uint8_t code[] = { 0x48, 0xc7, 0x07, 0x55, 0, 0, 0, 0xc3 };   /* movq $0x55,(%rdi); ret */
+    for (unsigned i = 0; i < sizeof(code); i++)
+        tp[7][i] = code[i];
+    fresh((uint64_t)ulpt_entry);
+    ulpt_kset(va(tp[7]), ULPT_NX, 0);
+    ulpt_kset(va(tp[3]), 0, ULPT_LINE_NW(2));
+    *(volatile uint64_t *)(tp[3] + 256) = 0;
+    hreset(ACT_W_STEP_ONCE);
+    hskip = 0;
+    struct call_args ca = { tp[7], tp[3] + 256, 0 };
+    uint64_t r = run_user_default(u_call_arg, &ca);
+    bm_ok(r == 0x80 && hcount == 5 && ULPT_INFO_KIND(hlog[0].w[1]) == ULPT_KIND_X &&
+          ULPT_INFO_KIND(hlog[1].w[1]) == ULPT_KIND_W && ULPT_INFO_KIND(hlog[2].w[1]) == ULPT_KIND_X &&
+          ULPT_INFO_PERMITTED(hlog[2].w[1]) == 0 && hlog[2].w[ULPT_FRAME_RIP] == va(tp[7]) &&
+          ULPT_INFO_KIND(hlog[3].w[1]) == ULPT_KIND_W && ULPT_INFO_KIND(hlog[4].w[1]) == ULPT_KIND_X &&
+          *(volatile uint64_t *)(tp[3] + 256) == 0x55,
+          "R-RET-4: STEP alone after a permitted fetch: the instruction's fetch faults again "
+          "(r %lu, %d deliveries, third: kind %u permitted %u)", r, hcount,
+          ULPT_INFO_KIND(hlog[2].w[1]), ULPT_INFO_PERMITTED(hlog[2].w[1]));
+}
+
 /* --- R-RET-4: STEP, the after event --------------------------------------------------- */
 
 /* Is log entry i an after event for the access of entry v, reported at rip? */
@@ -1593,12 +1729,15 @@ static const struct test_case ulpt_tests[] = {
     { "R-RET-2:rep", ret2_rep, 1 },
     { "R-RET-2:uiret-tf", ret2_uiret_tf, 2 },
     { "R-RET-3", ret3_rmw, 3 },
+    { "R-RET-3:order", ret3_rmw_order, 4 },
+    { "R-DEL-1:no-state", del1_no_state, 4 },
     { "R-RET-4:store", ret4_store, 3 },
     { "R-RET-4:load", ret4_load, 1 },
     { "R-RET-4:rmw", ret4_rmw, 1 },
     { "R-RET-4:rep", ret4_rep, 1 },
     { "R-RET-4:next-faults", ret4_next_faults, 1 },
     { "R-RET-4:step-alone", ret4_step_alone, 1 },
+    { "R-RET-4:step-alone-fetch", ret4_step_alone_fetch, 1 },
     { "R-RET-4:insn-faults", ret4_insn_faults, 3 },
     { "R-RET-4:irq", ret4_irq, 1 },
     { "R-RET-4:tf", ret4_tf, 3 },
