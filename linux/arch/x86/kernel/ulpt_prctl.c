@@ -66,6 +66,7 @@ free:
 static long ulpt_disable(void)
 {
 	struct mm_struct *mm = current->mm;
+	struct vm_area_struct *vma;
 	struct ulpt_mm *u;
 
 	if (mmap_write_lock_killable(mm))
@@ -76,7 +77,14 @@ static long ulpt_disable(void)
 		return -EINVAL;
 	}
 	WRITE_ONCE(mm->context.ulpt, NULL);
-	do_munmap(mm, u->view, ULPT_VIEW_SIZE, NULL);
+	/*
+	 * Unmap the view if it is still there (it cannot be split, moved or resized: it is
+	 * whole or gone). Not the range it had: a process that unmapped the view may have
+	 * mapped its own memory there since.
+	 */
+	vma = find_vma(mm, u->view);
+	if (vma && vma->vm_start == u->view && ulpt_vma_is_view(vma))
+		do_munmap(mm, vma->vm_start, vma->vm_end - vma->vm_start, NULL);
 	mmap_write_unlock(mm);
 	ulpt_reload(mm);		/* no CPU walks the table after this */
 	ulpt_mm_free(u);

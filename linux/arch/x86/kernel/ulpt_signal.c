@@ -52,8 +52,12 @@ void ulpt_signal_return(u64 saved)
 	if (!u || current->thread.ulpt_gen != u->gen)
 		return;
 	preempt_disable();
-	current->thread.ulpt_status = status;
-	if (this_cpu_read(ulpt_cpu_owner) == current)
+	/* Owned by this CPU: the MSR holds it (ulpt_load_thread()) */
+	if (this_cpu_read(ulpt_cpu_owner) == current) {
 		wrmsrl(MSR_ULPT_STATUS, status);
+		current->thread.ulpt_status = 0;
+	} else {
+		current->thread.ulpt_status = status;
+	}
 	preempt_enable();
 }

@@ -39,12 +39,18 @@ void ulpt_load_mm(struct ulpt_mm *u)
 	this_cpu_write(ulpt_cpu_view, view);
 }
 
-/* Load a thread's handler state for table u; this CPU then owns its ULPT_STATUS. */
+/*
+ * Load a thread's handler state for table u; this CPU then owns its ULPT_STATUS. While a
+ * CPU owns it, the MSR alone holds it (the CPU sets and clears it) and thread.ulpt_status
+ * is 0: a copy of the thread (fork, clone) then starts outside the handler, not in a state
+ * saved at some earlier switch that the thread has left by UIRET since.
+ */
 void ulpt_load_thread(struct task_struct *tsk, struct ulpt_mm *u)
 {
 	wrmsrl(MSR_ULPT_HANDLER, ulpt_thread_handler(tsk, u));
 	wrmsrl(MSR_ULPT_STKADJ, ULPT_RED_ZONE);
 	wrmsrl(MSR_ULPT_STATUS, ulpt_thread_status(tsk, u));
+	tsk->thread.ulpt_status = 0;
 	this_cpu_write(ulpt_cpu_owner, tsk);
 }
 

@@ -182,12 +182,13 @@ static void read8(void *p)
 
 /* --- the user-level handler ---------------------------------------------------------- */
 
-enum { H_PERMIT, H_FAULT, H_FLAGS, H_SIGNAL, H_STEP, H_STEP_SYSCALL };
+enum { H_PERMIT, H_FAULT, H_FLAGS, H_SIGNAL, H_STEP, H_STEP_SYSCALL, H_SIGWORD };
 static int h_count, h_action, usr1_in_handler = -1, h_in_handler_after = -1;
 static uint64_t h_addr, h_info, h_rip;
 static int h_after;			/* after events (ULPT_INFO_STEP) */
 static uint64_t h_after_rip, h_after_seen;
 static void *h_fault_at;
+static sigjmp_buf h_jmp;		/* H_SIGWORD: out of a handler that is no longer one */
 
 static bool in_handler(void)
 {
@@ -199,6 +200,58 @@ static bool in_handler(void)
 static void on_usr1(int sig)
 {
 	WRITE_ONCE(usr1_in_handler, in_handler());
+}
+
+/*
+ * Signals: the word of the signal frame that holds the in-handler state,
+ * uc_mcontext.reserved1[0] (glibc: __reserved1[0]). SIGUSR2's handler records
+ * it and edits it (w_edit), or disables the table (and enables a new one).
+ */
+#define SIGFRAME_TAG		0x554c505400000000ULL	/* "ULPT" in bits 63:32 */
+
+enum { W_KEEP, W_SET, W_DISABLE, W_REENABLE };
+static int w_edit;
+static uint64_t w_seen, w_new;
+
+static void on_usr2(int sig, siginfo_t *si, void *ucv)
+{
+	ucontext_t *uc = ucv;
+
+	WRITE_ONCE(w_seen, uc->uc_mcontext.__reserved1[0]);
+	switch (READ_ONCE(w_edit)) {
+	case W_SET:
+		uc->uc_mcontext.__reserved1[0] = READ_ONCE(w_new);
+		break;
+	case W_REENABLE:
+		ulpt_ul(ARCH_ULPT_DISABLE, 0);
+		ulpt(ARCH_ULPT_ENABLE, &en);
+		break;
+	case W_DISABLE:
+		ulpt_ul(ARCH_ULPT_DISABLE, 0);
+		break;
+	}
+}
+
+/* SIGUSR2's handler, to edit the word as edit and new say */
+static void sigword_arm(int edit, uint64_t new)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_usr2;
+	sa.sa_flags = SA_SIGINFO;
+	sigaction(SIGUSR2, &sa, NULL);
+	WRITE_ONCE(w_edit, edit);
+	WRITE_ONCE(w_new, new);
+	WRITE_ONCE(w_seen, ~0ULL);
+}
+
+/* The word of a signal raised here (outside any ULPT handler), edited as edit and new say */
+static uint64_t sigword_outside(int edit, uint64_t new)
+{
+	sigword_arm(edit, new);
+	raise(SIGUSR2);
+	return READ_ONCE(w_seen);
 }
 
 /* Called by ulpt_entry */
@@ -224,6 +277,12 @@ void ulpt_handler(struct ulpt_frame *f)
 	case H_SIGNAL:		/* a signal handler runs inside this one */
 		raise(SIGUSR1);
 		WRITE_ONCE(h_in_handler_after, in_handler());
+		break;
+	case H_SIGWORD:		/* a signal whose handler may edit the saved word */
+		raise(SIGUSR2);
+		WRITE_ONCE(h_in_handler_after, in_handler());
+		if (!READ_ONCE(h_in_handler_after))
+			siglongjmp(h_jmp, 1);	/* no UIRET outside the handler */
 		break;
 	case H_STEP_SYSCALL:	/* a system call, then as H_STEP */
 		syscall(SYS_getppid);
@@ -292,6 +351,7 @@ static void test_nocpu(void)
 	check(ulpt(ARCH_ULPT_ENABLE, &en) == -1 && errno == ENODEV,
 	      "no ULPT CPU: ENABLE is ENODEV");
 	check(status_says("unsupported"), "no ULPT CPU: /proc/self/arch_status says unsupported");
+	check(sigword_outside(W_KEEP, 0) == 0, "no ULPT CPU: the signal frame's word is 0");
 }
 
 /* --- the arch_prctl() calls ---------------------------------------------------------- */
@@ -621,6 +681,81 @@ static void test_signal_in_handler(void)
 	      READ_ONCE(usr1_in_handler), READ_ONCE(h_in_handler_after));
 }
 
+/*
+ * A write to p (a denied line) whose ULPT handler raises SIGUSR2, edited as
+ * edit and new say: true if the ULPT handler is still one after sigreturn
+ * (it then lets the write through with UIRET); if not, it jumps out.
+ */
+static bool sigword_inside(uint64_t *p, int edit, uint64_t new)
+{
+	sigword_arm(edit, new);
+	WRITE_ONCE(h_in_handler_after, -1);
+	handle(H_SIGWORD);
+	if (!sigsetjmp(h_jmp, 1))
+		write8(p);
+	handle(H_PERMIT);
+	return READ_ONCE(h_in_handler_after) == 1;
+}
+
+/* Signals: the saved word's encoding, rule by rule */
+static void test_sigframe_word(void)
+{
+	uint64_t *p, w;
+	bool in;
+
+	w = sigword_outside(W_KEEP, 0);
+	check(w == 0, "word rule 1: no table: the word is 0 (%#llx)", (unsigned long long)w);
+	setup_handler();
+	p = page();
+	set_entry(p, 1, ULPT_LINE_NW(0));
+	w = sigword_outside(W_KEEP, 0);
+	check(w == SIGFRAME_TAG,
+	      "word rule 2: a table, outside the ULPT handler: the tag, bit 0 clear (%#llx)",
+	      (unsigned long long)w);
+	in = sigword_inside(p, W_KEEP, 0);
+	check(in && READ_ONCE(w_seen) == (SIGFRAME_TAG | 1) && READ_ONCE(p[0]) == 0x55,
+	      "word rule 2, 3: inside the ULPT handler: the tag | 1 (%#llx); sigreturn puts the thread back inside (%d), UIRET completes the write",
+	      (unsigned long long)READ_ONCE(w_seen), in);
+	WRITE_ONCE(p[0], 0);
+	in = sigword_inside(p, W_SET, SIGFRAME_TAG);
+	check(!in && READ_ONCE(w_seen) == (SIGFRAME_TAG | 1),
+	      "word rule 3: the tag with bit 0 clear: sigreturn leaves the thread outside its ULPT handler");
+	in = sigword_inside(p, W_SET, 0);
+	check(!in, "word rule 3: 0 (no tag): sigreturn restores nothing, the thread stays outside");
+	in = sigword_inside(p, W_SET, 1);
+	check(!in, "word rule 3: bit 0 without the tag: nothing restored");
+	in = sigword_inside(p, W_SET, SIGFRAME_TAG | 3);
+	check(!in, "word rule 3: the tag with a bit of 31:1 set: nothing restored");
+	in = sigword_inside(p, W_SET, (SIGFRAME_TAG ^ (1ULL << 40)) | 1);
+	check(!in, "word rule 3: another tag with bit 0 set: nothing restored");
+	check(READ_ONCE(p[0]) == 0, "word rule 3: none of those writes went through");
+	handle(H_PERMIT);
+	write8(p);
+	in = in_handler();
+	check(READ_ONCE(h_count) == 1 && READ_ONCE(p[0]) == 0x55 && !in,
+	      "word rule 3: afterwards the next violation reaches the ULPT handler");
+	WRITE_ONCE(p[0], 0);
+	w = sigword_outside(W_SET, SIGFRAME_TAG | 1);
+	check(w == SIGFRAME_TAG && in_handler(),
+	      "word rule 4: the tag | 1 written by a signal handler outside the ULPT handler: inside it after sigreturn");
+	handle(H_PERMIT);
+	check(ulpt_faults(write8, p) && READ_ONCE(h_count) == 0 && READ_ONCE(p[0]) == 0,
+	      "word rule 4: ...so the next violation is SIGSEGV SEGV_ULPTERR, not a delivery");
+	check(!in_handler(), "word rule 4: siglongjmp out of that SIGSEGV: outside again");
+	in = sigword_inside(p, W_REENABLE, 0);
+	check(!in && READ_ONCE(w_seen) == (SIGFRAME_TAG | 1),
+	      "word rule 3: DISABLE and a new ENABLE in the signal handler: the tag | 1 restores nothing");
+	w = sigword_outside(W_SET, SIGFRAME_TAG | 1);
+	check(w == SIGFRAME_TAG && !in_handler(),
+	      "word rule 3: no handler set on the new table: the tag | 1 written by a signal handler restores nothing");
+	check(ulpt_ul(ARCH_ULPT_SET_HANDLER, (unsigned long)ulpt_entry) == 0,
+	      "SET_HANDLER on the new table");
+	set_entry(p, 1, ULPT_LINE_NW(0));
+	in = sigword_inside(p, W_DISABLE, 0);
+	check(!in && READ_ONCE(w_seen) == (SIGFRAME_TAG | 1),
+	      "word rule 3: DISABLE in the signal handler: the tag | 1 restores nothing");
+}
+
 /* Signals: a frame that cannot be written is the ordinary SIGSEGV of the stack */
 static void test_frame_overflow(void)
 {
@@ -887,6 +1022,7 @@ static const struct ulpt_test ulpt_tests[] = {
 	ULPT_TEST(handler_limit, false),
 	ULPT_TEST(fault_in_handler, false),
 	ULPT_TEST(signal_in_handler, false),
+	ULPT_TEST(sigframe_word, false),
 	ULPT_TEST(frame_overflow, false),
 	ULPT_TEST(fork, false),
 	ULPT_TEST(exec, false),
