@@ -447,6 +447,7 @@ static void child_environment(struct options *opt, const char *agent, const char
 
 	setenv("LD_PRELOAD", preload, 1);
 	opt->set.result = result_path;
+	opt->set.result_pid = xasprintf("%d", (int)getpid());      /* the program's, after exec */
 	opt->set.watches = specs;
 	opt->set.names = opt->set.verbose ? names : "";
 	n = wl_options_format(&opt->set, NULL, 0);

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "agent.h"
@@ -147,6 +148,22 @@ static void say(const char *msg)
 	if (len && write(agent_err_fd(), buf, len) < 0) {
 		/* stderr is gone */
 	}
+}
+
+/* A reservation of address space failed: why, in one line (the usual cause is a limit). */
+void agent_no_space(const char *what, unsigned long long bytes)
+{
+	struct rlimit rl;
+	char msg[300];
+
+	if (!getrlimit(RLIMIT_AS, &rl) && rl.rlim_cur != RLIM_INFINITY)
+		snprintf(msg, sizeof(msg), "cannot reserve %llu GiB of address space for %s (reserved, "
+			 "not used): RLIMIT_AS (ulimit -v) is %llu MiB", bytes >> 30, what,
+			 (unsigned long long)rl.rlim_cur >> 20);
+	else
+		snprintf(msg, sizeof(msg), "cannot reserve %llu GiB of address space for %s: %s",
+			 bytes >> 30, what, strerror(errno));
+	say(msg);
 }
 
 static int main_base_cb(struct dl_phdr_info *info, size_t size, void *data)
@@ -321,7 +338,7 @@ static void read_options(void)
 		return;
 	buf = wl_mem_alloc(strlen(v) + 1);
 	if (!buf) {
-		say("out of memory");
+		agent_no_space("its own memory", 64ull << 30);
 		_exit(2);
 	}
 	strcpy(buf, v);
@@ -351,6 +368,10 @@ void agent_init(void)
 	ag.pid = self_pid = getpid();
 	ag.result_fd = -1;
 	read_options();
+	/* Only the process ulpt-watch started writes the results, also after it executes
+	 * another program; one that a forked child executes (follow_exec) has another pid. */
+	if (*opts.result_pid)
+		ag.pid = (pid_t)strtol(opts.result_pid, NULL, 10);
 	if (*opts.log_file && open_log() < 0) {
 		char msg[300];
 		snprintf(msg, sizeof(msg), "cannot open the log file %s: %s", opts.log_file,
@@ -391,6 +412,11 @@ void agent_init(void)
 		r = ulpt_set_handler(agent_fault, NULL, ULPT_HANDLER_GPR_ONLY);
 	if (r >= 0 && ulpt_backend() == ULPT_BACKEND_MPROTECT)
 		r = wl_decode_init() < 0 ? -ENOMEM : 0;
+	if (r == -ENOMEM) {
+		/* The view of ULPT's table is 2^39 bytes of address space (docs/linux-api.md). */
+		agent_no_space("ULPT's table view", 1ull << 39);
+		_exit(2);           /* as for the heap (heap_init): no unwatched run in its place */
+	}
 	if (r < 0) {
 		char msg[128];
 		snprintf(msg, sizeof(msg), "cannot start: %s; the program runs unwatched",
@@ -401,8 +427,8 @@ void agent_init(void)
 		dl_iterate_phdr(libc_cb, NULL);         /* our own code, libc's, the loader's */
 		strmem_init();
 		report_init();
-		if (ag.heap != HEAP_OFF)
-			heap_init();
+		if (ag.heap != HEAP_OFF && heap_init() < 0)
+			_exit(2);           /* said why: no check rather than a silent one */
 		if (ag.heap == HEAP_CHECK)
 			signals_init();
 		if (ag.verbose)
@@ -503,6 +529,8 @@ int agent_finish(void)
 	if (!ag.ready || ended == me || me != self_pid)
 		return -1;
 	ended = me;
+	if (ag.heap != HEAP_OFF)
+		heap_flush_deferred();
 	if (ag.heap == HEAP_CHECK) {
 		heap_check_canaries();
 		leak_check();

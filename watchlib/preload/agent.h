@@ -112,6 +112,8 @@ void agent_halt(void) WL_HIDDEN;        /* after a report: ends the process if h
 int agent_finish(void) WL_HIDDEN;
 int agent_err_fd(void) WL_HIDDEN;       /* where reports go: the log file or stderr */
 char *agent_read_file(const char *path) WL_HIDDEN;         /* whole, in watchlib's memory */
+/* One line: a reservation of bytes of address space for what failed (RLIMIT_AS, usually). */
+void agent_no_space(const char *what, unsigned long long bytes) WL_HIDDEN;
 struct maps_entry {
 	unsigned long lo, hi, dev, ino;
 	char *perms, *path;         /* into the line */
@@ -120,10 +122,11 @@ int agent_maps_line(char *line, struct maps_entry *e) WL_HIDDEN;   /* one of /pr
 const char *agent_watch_name(int id) WL_HIDDEN;            /* -v's name of a watch, or NULL */
 
 /* heap.c */
-void heap_init(void) WL_HIDDEN;
+int heap_init(void) WL_HIDDEN;            /* -1: its address space (said why) */
 void heap_set_lines(uint32_t first, uint32_t n, unsigned deny) WL_HIDDEN;
 void heap_lock(void) WL_HIDDEN;
 void heap_unlock(void) WL_HIDDEN;
+void heap_flush_deferred(void) WL_HIDDEN;  /* the frees signal handlers made in the agent */
 uint32_t heap_nblocks(void) WL_HIDDEN;          /* block ids in use are below this */
 /* For C++'s operators (cxx.c): whether the agent serves allocations now (else they go to
  * libstdc++'s own operators), an allocation of a family, and its release by one. */
@@ -170,6 +173,10 @@ enum err_kind heap_classify(uintptr_t s, uintptr_t e, uintptr_t ip, int reads_on
 uintptr_t heap_bad_byte(enum err_kind k, uint32_t bid, uintptr_t s) WL_HIDDEN;
 uint32_t stack_capture(void) WL_HIDDEN;     /* the caller of malloc or free: a depot id, 0 if none */
 void report_init(void) WL_HIDDEN;
+/* A fork's wait for the backtraces under way and the report's locks, and their release (in
+ * the parent, or in the child: child 1); heap.c's atfork handlers. */
+void report_fork_lock(void) WL_HIDDEN;
+void report_fork_unlock(int child) WL_HIDDEN;
 void report_error(struct err *e) WL_HIDDEN;
 void heap_check_canaries(void) WL_HIDDEN;      /* every live block's, at exit */
 void report_hit(const struct wl_hit *h, void *arg) WL_HIDDEN;

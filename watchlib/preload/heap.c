@@ -99,8 +99,28 @@ uint32_t heap_nblocks(void)
 	return h.nblocks;
 }
 
-static void at_fork_prepare(void) { heap_lock(); }
-static void at_fork_release(void) { heap_unlock(); }
+/* Every lock of the agent's is held across fork (report.c: no thread inside libunwind
+ * either), so that the child finds none held by a thread it does not have; in that order
+ * (none of them is taken while a later one is held). In the agent meanwhile: a signal handler
+ * that allocates then gets the agent's memory instead of waiting for a lock its thread holds. */
+static void at_fork_prepare(void)
+{
+	in_agent++;
+	report_fork_lock();
+	heap_lock();
+	wl_mem_fork_lock();
+}
+
+static void at_fork_release(int child)
+{
+	wl_mem_fork_unlock();
+	heap_unlock();
+	report_fork_unlock(child);
+	in_agent--;
+}
+
+static void at_fork_parent(void) { at_fork_release(0); }
+static void at_fork_child(void) { at_fork_release(1); }
 
 /* Decides the mode from the environment (set by ulpt-watch) at the first allocation. */
 static void decide(void)
@@ -124,16 +144,18 @@ static void decide(void)
 	in_agent--;
 }
 
-void heap_init(void)
+int heap_init(void)
 {
 	ag.arena = wl_mem_reserve(ARENA_BYTES);
 	ag.owner = wl_mem_reserve((ARENA_BYTES >> LINE_SHIFT) * sizeof(uint32_t));
 	ag.blocks = wl_mem_reserve((size_t)MAX_BLOCKS * sizeof(struct blk));
 	h.shadow = wl_mem_reserve(ARENA_BYTES >> LINE_SHIFT);
 	if (!ag.arena || !ag.owner || !ag.blocks || !h.shadow) {
+		agent_no_space("the heap", ARENA_BYTES + (ARENA_BYTES >> LINE_SHIFT) * 5 +
+			       (size_t)MAX_BLOCKS * sizeof(struct blk));
 		ag.heap = HEAP_OFF;
 		ag.arena = NULL;
-		return;
+		return -1;
 	}
 	h.page_units = ag.heap == HEAP_CHECK && ulpt_backend() == ULPT_BACKEND_MPROTECT;
 	if (h.page_units) {
@@ -151,8 +173,9 @@ void heap_init(void)
 	h.bump_line = 4096 / LINE_BYTES;
 	h.nblocks = 1;
 	in_agent++;
-	pthread_atfork(at_fork_prepare, at_fork_release, at_fork_release);
+	pthread_atfork(at_fork_prepare, at_fork_parent, at_fork_child);
 	in_agent--;
+	return 0;
 }
 
 /* mprotect failed: the kernel's limit on mappings (vm.max_map_count, 65530 by default), which
@@ -501,8 +524,7 @@ static void *heap_alloc(size_t size, size_t align, int zero, enum alloc_how how)
 		}
 		heap_unlock();
 		in_agent--;
-		errno = ENOMEM;
-		return NULL;
+		return refuse(how == HOW_MALLOC ? "malloc" : "operator new", size, 0);   /* full */
 	}
 	/* The slot after the last one does not exist yet: its red zone must already be there. */
 	if (first + lines == h.bump_line && ag.heap == HEAP_CHECK)
@@ -655,9 +677,47 @@ static void heap_free(void *p, const char *why, int how)
  * The lock is released before in_agent drops: a signal handler that allocates in between
  * would otherwise wait for a lock its own thread holds. */
 
+/*
+ * A free of a heap block while the thread is in the agent comes from a signal handler that
+ * interrupted it (the agent's own memory is watchlib's), and heap_free would wait for the
+ * locks its thread may hold (the heap's, the depot's, libunwind's): such frees wait here, in a
+ * table that takes them without a lock, and the next call of the malloc family outside the
+ * agent, by any thread, or the process's end (heap_flush_deferred) does them. A full table
+ * leaves the block live.
+ */
+#define DEFERRED 256
+static void *deferred[DEFERRED];
+static int ndeferred;
+
+static void defer_free(void *p)
+{
+	for (int i = 0; i < DEFERRED; i++) {
+		void *none = NULL;
+		if (__atomic_compare_exchange_n(&deferred[i], &none, p, 0, __ATOMIC_ACQ_REL,
+						__ATOMIC_RELAXED)) {
+			__atomic_add_fetch(&ndeferred, 1, __ATOMIC_RELEASE);
+			return;
+		}
+	}
+}
+
+void heap_flush_deferred(void)
+{
+	if (!__atomic_load_n(&ndeferred, __ATOMIC_ACQUIRE) || in_agent)
+		return;
+	for (int i = 0; i < DEFERRED; i++) {
+		void *p = __atomic_exchange_n(&deferred[i], NULL, __ATOMIC_ACQ_REL);
+		if (p) {
+			__atomic_sub_fetch(&ndeferred, 1, __ATOMIC_RELEASE);
+			heap_free(p, "free", NO_FAMILY_CHECK);
+		}
+	}
+}
+
 static int active(void)
 {
 	decide();
+	heap_flush_deferred();
 	return ag.heap != HEAP_OFF && !in_agent && !h.degraded;
 }
 
@@ -685,9 +745,13 @@ static void release(void *p, int how)
 {
 	int e = errno;
 
-	if (!in_agent)
+	if (!in_agent) {
 		decide();           /* a free before any malloc is still checked */
-	if (h.state == 2 && ag.heap != HEAP_OFF && in_arena((uintptr_t)p))
+		heap_flush_deferred();
+	}
+	if (h.state == 2 && ag.heap != HEAP_OFF && in_arena((uintptr_t)p) && in_agent)
+		defer_free(p);      /* a signal handler's, inside the agent (above) */
+	else if (h.state == 2 && ag.heap != HEAP_OFF && in_arena((uintptr_t)p))
 		heap_free(p, "free", how);
 	else if (wl_mem_owns(p))
 		wl_mem_free(p);

@@ -136,6 +136,61 @@ out:
 	return id;
 }
 
+/*
+ * fork: a thread inside libunwind holds its mutexes (its memory pools'), and one in the depot,
+ * a report or the symbols holds the agent's; a forked child would find them held forever and
+ * hang at its first allocation. So a fork (heap.c's atfork handlers) closes a gate that new
+ * backtraces wait at, waits for those under way, then takes the locks. A backtrace nested in
+ * one (a signal handler's) does not wait: its thread is the one the fork waits for.
+ */
+static int fork_gate, unwinding;
+static __thread int my_unwinding __attribute__((tls_model("initial-exec")));
+static volatile int report_lock;
+
+static void unwind_enter(void)
+{
+	if (my_unwinding++)
+		return;
+	for (;;) {
+		__atomic_add_fetch(&unwinding, 1, __ATOMIC_SEQ_CST);
+		if (!__atomic_load_n(&fork_gate, __ATOMIC_SEQ_CST))
+			return;
+		__atomic_sub_fetch(&unwinding, 1, __ATOMIC_SEQ_CST);
+		while (__atomic_load_n(&fork_gate, __ATOMIC_ACQUIRE))
+			__builtin_ia32_pause();
+	}
+}
+
+static void unwind_leave(void)
+{
+	if (!--my_unwinding)
+		__atomic_sub_fetch(&unwinding, 1, __ATOMIC_RELEASE);
+}
+
+void report_fork_lock(void)
+{
+	__atomic_add_fetch(&fork_gate, 1, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&unwinding, __ATOMIC_SEQ_CST) > (my_unwinding ? 1 : 0))
+		__builtin_ia32_pause();
+	spin(&report_lock);
+	spin(&d.dwfl_lock);
+	spin(&d.lock);
+}
+
+void report_fork_unlock(int child)
+{
+	unspin(&d.lock);
+	unspin(&d.dwfl_lock);
+	unspin(&report_lock);
+	if (child) {
+		/* Threads that were unwinding or waiting at the gate are not in the child. */
+		__atomic_store_n(&unwinding, my_unwinding ? 1 : 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&fork_gate, 0, __ATOMIC_RELEASE);
+	} else {
+		__atomic_sub_fetch(&fork_gate, 1, __ATOMIC_RELEASE);
+	}
+}
+
 /* libunwind's caches per thread: its global ones take a lock that blocks and restores every
  * signal, two system calls, at each frame it has not cached yet. */
 void report_init(void)
@@ -153,7 +208,11 @@ static int in_agent_code(uintptr_t pc)
 uint32_t stack_capture(void)
 {
 	void *pcs[MAX_FRAMES + 8];
-	int n = unw_backtrace(pcs, MAX_FRAMES + 8), i = 0;
+	int n, i = 0;
+
+	unwind_enter();
+	n = unw_backtrace(pcs, MAX_FRAMES + 8);
+	unwind_leave();
 
 	while (i < n && in_agent_code((uintptr_t)pcs[i]))
 		i++;
@@ -167,7 +226,11 @@ uint32_t stack_capture(void)
 static int stack_from(uintptr_t from, uintptr_t *out, int max)
 {
 	void *pcs[64];
-	int n = unw_backtrace(pcs, 64), i, k = 0;
+	int n, i, k = 0;
+
+	unwind_enter();
+	n = unw_backtrace(pcs, 64);
+	unwind_leave();
 
 	if (!from) {
 		/* A bad free: from the caller of the agent's free on. */
@@ -1003,7 +1066,6 @@ static int seen_before(const struct err *e)
 void report_error(struct err *e)
 {
 	static struct out human, rec;       /* large: not on the (signal) stack; under the lock */
-	static volatile int lock;
 	uintptr_t pcs[MAX_FRAMES];
 	const struct blk *b = e->block ? &ag.blocks[e->block] : NULL;
 	const char *acc = e->access == WL_WRITE ? "write" : e->access == WL_READ ? "read" :
@@ -1021,7 +1083,7 @@ void report_error(struct err *e)
 		return;
 	int freed = b && (b->state == BLK_FREED || e->kind == ERR_DOUBLE_FREE);
 
-	spin(&lock);
+	spin(&report_lock);
 	nsyms = 0;
 	collect("access", pcs, n, at_access && !e->fn);
 	if (freed)
@@ -1030,7 +1092,7 @@ void report_error(struct err *e)
 		collect_depot("alloc", b->alloc_stack);
 	if (suppressed(kind_name(e->kind))) {
 		__atomic_add_fetch(&ag.suppressed, 1, __ATOMIC_RELAXED);
-		unspin(&lock);
+		unspin(&report_lock);
 		return;
 	}
 	__atomic_add_fetch(&ag.errors, 1, __ATOMIC_RELAXED);
@@ -1086,7 +1148,7 @@ void report_error(struct err *e)
 		/* nothing to do: stderr is gone */
 	}
 	agent_write(rec.buf, rec.n);
-	unspin(&lock);
+	unspin(&report_lock);
 	agent_halt();               /* halt_on_error: this was the first */
 }
 

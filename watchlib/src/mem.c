@@ -79,6 +79,20 @@ static void release(const sigset_t *old)
 	restore(old);
 }
 
+/* Held across a fork by the ulpt-watch agent's atfork handlers (heap.c), so that a forked
+ * child never finds it held by a thread it does not have; signals stay blocked meanwhile. */
+static sigset_t fork_mask;
+
+void wl_mem_fork_lock(void)
+{
+	acquire(&fork_mask);
+}
+
+void wl_mem_fork_unlock(void)
+{
+	release(&fork_mask);
+}
+
 static int ensure_region(void)
 {
 	if (region)

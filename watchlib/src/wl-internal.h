@@ -20,6 +20,8 @@ int wl_mem_owns(const void *p) WL_HIDDEN;
 void *wl_mem_reserve(size_t len) WL_HIDDEN;       /* address space, committed when touched */
 void wl_mem_unreserve(void *p, size_t len) WL_HIDDEN;
 int wl_mem_reserved(uintptr_t lo, uintptr_t hi, uintptr_t *rlo, uintptr_t *rhi) WL_HIDDEN;
+void wl_mem_fork_lock(void) WL_HIDDEN;             /* its lock, held across a fork */
+void wl_mem_fork_unlock(void) WL_HIDDEN;
 
 /* decode.c: what the instruction at ip accesses, for the mprotect backend, which knows only
  * the faulting address: the access starts there (as the CPU reports it), its size is the

@@ -211,8 +211,8 @@ run -w hidden -- "$P"
 check "two statics named hidden: runs, one warning naming the count" \
 	eval '[ "$rc" -eq 3 ] && [ "$(grep -c "warning: 2 symbols named '\''hidden'\''" "$T/err")" -eq 1 ]'
 run -- "$P"
-check "no watches: only the result file is set, ULPT_BACKEND unset" \
-	eval '[ "$(optval watches)" = "<unset>" ] && [ "$(optval heap)" = "<unset>" ] && [ "$(optval check)" = "<unset>" ] && [ "$(envval ULPT_BACKEND)" = "<unset>" ] && [ "$(envval ULPT_WATCH_OPTIONS | tr ":" "\n" | grep -vc "^result=")" = 0 ]'
+check "no watches: only the result file and the pid that writes it are set, ULPT_BACKEND unset" \
+	eval '[ "$(optval watches)" = "<unset>" ] && [ "$(optval heap)" = "<unset>" ] && [ "$(optval check)" = "<unset>" ] && [ "$(envval ULPT_BACKEND)" = "<unset>" ] && [ "$(envval ULPT_WATCH_OPTIONS | tr ":" "\n" | grep -Evc "^result(_pid)?=")" = 0 ]'
 check "LD_PRELOAD is the agent" [ "$(envval LD_PRELOAD)" = "$(realpath "$T/fake.so")" ]
 LD_PRELOAD=libm.so.6 run -- "$P"
 check "LD_PRELOAD: the agent goes before the existing list" [ "$(envval LD_PRELOAD)" = "$(realpath "$T/fake.so"):libm.so.6" ]
