@@ -3,7 +3,9 @@
  *   ulpt-model-test off     on a machine without the model: every call says ENOTSUP
  *   ulpt-model-test on      on -cpu ulpt,ulpt-model=on with the default parameters
  *   ulpt-model-test smp     the same on two CPUs: view stores with the other CPU in the process
- * TAP on stdout (tests/suites/model.sh runs them).
+ *   ulpt-model-test MODE NAME...  only those tests of MODE's table; MODE --list names them
+ * TAP on stdout from tap_run (tests/lib/tap.h: the table's shape, the declared checks,
+ * selection by name); tests/suites/model.sh runs them.
  *
  * SPDX-License-Identifier: MIT
  */
@@ -18,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <ulpt.h>
+#include "tap.h"
 
 /* The defaults of docs/spec.md 11.1. */
 #define D_DELIVER 230
@@ -28,13 +31,7 @@
 #define D_ESCALATE 0
 #define D_KENTRY 230
 
-static int n, failed;
-
-static void ok(int cond, const char *what)
-{
-	printf("%s %d - %s\n", cond ? "ok" : "not ok", ++n, what);
-	failed += !cond;
-}
+static void ok(int cond, const char *what) { tap_ok(cond, "%s", what); }
 
 static uint64_t charges(const struct ulpt_model *m)
 {
@@ -206,25 +203,29 @@ static void test_deterministic(void)
 	ok(a > 6000000 && d <= 0.001, what);
 }
 
+static const struct test_case off_tests[] = {
+	{ "off", test_off, 3 },
+};
+static const struct test_case on_tests[] = {
+	{ "calls", test_calls, 3 },
+	{ "count", test_count, 2 },
+	{ "syscalls", test_syscalls, 1 },
+	{ "deliveries", test_deliveries, 2 },
+	{ "deterministic", test_deterministic, 1 },
+};
+static const struct test_case smp_tests[] = {
+	{ "remote", test_remote, 1 },
+};
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
-	if (argc == 2 && !strcmp(argv[1], "off")) {
-		printf("1..3\n");
-		test_off();
-	} else if (argc == 2 && !strcmp(argv[1], "on")) {
-		printf("1..9\n");
-		test_calls();
-		test_count();
-		test_syscalls();
-		test_deliveries();
-		test_deterministic();
-	} else if (argc == 2 && !strcmp(argv[1], "smp")) {
-		printf("1..1\n");
-		test_remote();
-	} else {
-		fprintf(stderr, "usage: ulpt-model-test off|on|smp\n");
-		return 2;
-	}
-	return failed ? 1 : 0;
+	if (argc >= 2 && !strcmp(argv[1], "off"))
+		return tap_run(off_tests, TAP_NTESTS(off_tests), argc - 2, argv + 2);
+	if (argc >= 2 && !strcmp(argv[1], "on"))
+		return tap_run(on_tests, TAP_NTESTS(on_tests), argc - 2, argv + 2);
+	if (argc >= 2 && !strcmp(argv[1], "smp"))
+		return tap_run(smp_tests, TAP_NTESTS(smp_tests), argc - 2, argv + 2);
+	fprintf(stderr, "usage: ulpt-model-test off|on|smp [NAME...|--list]\n");
+	return 2;
 }

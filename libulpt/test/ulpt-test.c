@@ -1,9 +1,11 @@
 /*
- * libulpt test suite: one function per behaviour, listed in tests[] (as in the kernel's
- * protection_keys selftest), run on one backend:
- *   ulpt-test ulpt|mprotect [TEST]    TAP on stdout; "ulpt" on a CPU without ULPT checks that
- *                                     the backend reports itself unavailable
- * Each test runs in a forked child, so a crash fails that test only.
+ * libulpt test suite: one function per behaviour, listed in tests[] and run by tap_run
+ * (tests/lib/tap.h: the table's shape, selection by name, --list), on one backend:
+ *   ulpt-test ulpt|mprotect [NAME...]  TAP on stdout; "ulpt" on a CPU without ULPT checks that
+ *                                      the backend reports itself unavailable
+ *   ulpt-test --list                   the names, one a line
+ * Each test is one check and runs in a forked child (tests/lib/tap-fork.h), so a crash fails
+ * that test only; its CHECKs print the failing condition's line and stop it.
  *
  * SPDX-License-Identifier: MIT
  */
@@ -24,6 +26,7 @@
 #include <ulpt.h>
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
+#include "tap-fork.h"
 
 static int backend;                     /* the backend under test */
 static const char *self;
@@ -32,11 +35,10 @@ static const char *self;
 	fprintf(stderr, __VA_ARGS__); fprintf(stderr, "\n"); return 1; } } while (0)
 
 /* A test that cannot run here (a CPU feature missing): TAP's SKIP. */
-#define SKIP_STATUS 77
 static int skip(const char *why)
 {
 	fprintf(stderr, "# skipped: %s\n", why);
-	return SKIP_STATUS;
+	return TAP_SKIP_STATUS;
 }
 
 static void *pages(int n)
@@ -959,76 +961,78 @@ static int t_env_override(void)
 	return 0;
 }
 
-static const struct test {
-	const char *name;
-	int (*fn)(void);
-	const char *what;
-} tests[] = {
-	{ "bad_arguments", t_bad_arguments, "every bad argument is a negative errno" },
-	{ "page_rights", t_page_rights, "page rights: deny, fault record, restore, inline get/set" },
-	{ "line_rights", t_line_rights, "line rights (ULPT; EOPNOTSUPP on mprotect)" },
-	{ "line_word", t_line_word, "ulpt_page_lines: a page's lines from one word (the union of them on mprotect)" },
-	{ "retry", t_retry, "ULPT_RETRY after the handler lifts the rights" },
-	{ "permit", t_permit, "ULPT_PERMIT lets each access through once" },
-	{ "skip", t_skip, "ULPT_SKIP continues at next_ip" },
-	{ "default", t_default, "ULPT_DEFAULT gives the default SIGSEGV" },
-	{ "range", t_range, "a range across pages" },
-	{ "vector_state", t_vector_state, "a handler using SSE (memcpy, printf) leaves xmm0-15 intact" },
-	{ "vector_avx", t_vector_avx, "AVX: ymm0-15 intact, MXCSR the program's after and the default in the handler" },
-	{ "vector_x87", t_vector_x87, "x87: seven values on the stack survive; the handler starts with an empty stack" },
-	{ "threads", t_threads, "faults in four threads reach the handler on their own thread" },
-	{ "fork_exec", t_fork_exec, "fork keeps rights and handler; exec starts clean" },
-	{ "handler_faults", t_handler_faults, "a handler that itself faults" },
-	{ "env_override", t_env_override, "ULPT_BACKEND overrides the automatic choice" },
-	{ "step_after_write", t_step_after_write, "ULPT_PERMIT_STEP: the after-call sees the value written" },
-	{ "step_rmw", t_step_rmw, "ULPT_PERMIT_STEP on a read-modify-write: one after-call" },
-	{ "step_sigtrap_chain", t_step_sigtrap_chain, "the program's SIGTRAP handler still gets its traps" },
-	{ "step_no_kernel", t_step_no_kernel, "ULPT_PERMIT_STEP on ULPT: after-calls with no SIGTRAP" },
-	{ "unwind", t_unwind, "a backtrace in the handler and the after-call reaches the program (libunwind)" },
-	{ "step_ptrace", t_step_ptrace, "PTRACE_SINGLESTEP over a store that faults into the handler stops at the next instruction" },
-	{ "gdb_step", t_gdb_step, "a store that faults into the handler, for gdb's stepi" },
-	{ "step_own_tf", t_step_own_tf, "a program that sets TF over a stepped store gets its trap after the after-call" },
-};
+#define TESTS(X) \
+	X(bad_arguments, "every bad argument is a negative errno") \
+	X(page_rights, "page rights: deny, fault record, restore, inline get/set") \
+	X(line_rights, "line rights (ULPT; EOPNOTSUPP on mprotect)") \
+	X(line_word, "ulpt_page_lines: a page's lines from one word (the union of them on mprotect)") \
+	X(retry, "ULPT_RETRY after the handler lifts the rights") \
+	X(permit, "ULPT_PERMIT lets each access through once") \
+	X(skip, "ULPT_SKIP continues at next_ip") \
+	X(default, "ULPT_DEFAULT gives the default SIGSEGV") \
+	X(range, "a range across pages") \
+	X(vector_state, "a handler using SSE (memcpy, printf) leaves xmm0-15 intact") \
+	X(vector_avx, "AVX: ymm0-15 intact, MXCSR the program's after and the default in the handler") \
+	X(vector_x87, "x87: seven values on the stack survive; the handler starts with an empty stack") \
+	X(threads, "faults in four threads reach the handler on their own thread") \
+	X(fork_exec, "fork keeps rights and handler; exec starts clean") \
+	X(handler_faults, "a handler that itself faults") \
+	X(env_override, "ULPT_BACKEND overrides the automatic choice") \
+	X(step_after_write, "ULPT_PERMIT_STEP: the after-call sees the value written") \
+	X(step_rmw, "ULPT_PERMIT_STEP on a read-modify-write: one after-call") \
+	X(step_sigtrap_chain, "the program's SIGTRAP handler still gets its traps") \
+	X(step_no_kernel, "ULPT_PERMIT_STEP on ULPT: after-calls with no SIGTRAP") \
+	X(unwind, "a backtrace in the handler and the after-call reaches the program (libunwind)") \
+	X(step_ptrace, "PTRACE_SINGLESTEP over a store that faults into the handler stops at the next instruction") \
+	X(gdb_step, "a store that faults into the handler, for gdb's stepi") \
+	X(step_own_tf, "a program that sets TF over a stepped store gets its trap after the after-call")
+
+/* Each test: one check, its body in a forked child. */
+#define CASE(name, what) static void case_##name(void) { tap_forked(t_##name, 0, "%s: " #name ": " what, self_backend); }
+static const char *self_backend;
+TESTS(CASE)
+#define ROW(name, what) { #name, case_##name, 1 },
+static const struct test_case tests[] = { TESTS(ROW) };
 
 int main(int argc, char **argv)
 {
-	int n = sizeof(tests) / sizeof(tests[0]), failed = 0, ran = 0;
+	unsigned n = TAP_NTESTS(tests);
 
 	self = argv[0];
+	setvbuf(stdout, NULL, _IONBF, 0);
 	if (argc > 1 && !strcmp(argv[1], "exec-check"))
 		return !(ulpt_backend() == -EINVAL && ulpt_init(ULPT_BACKEND_AUTO) == 0 && ulpt_fini() == 0);
+	if (argc > 1 && !strcmp(argv[1], "--list"))
+		return tap_run(tests, n, argc - 1, argv + 1);
 	if (argc < 2 || (strcmp(argv[1], "ulpt") && strcmp(argv[1], "mprotect"))) {
-		fprintf(stderr, "usage: ulpt-test ulpt|mprotect [TEST]\n");
+		fprintf(stderr, "usage: ulpt-test ulpt|mprotect [NAME...] | --list\n");
 		return 2;
 	}
+	self_backend = argv[1];
 	backend = !strcmp(argv[1], "ulpt") ? ULPT_BACKEND_ULPT : ULPT_BACKEND_MPROTECT;
-	setvbuf(stdout, NULL, _IONBF, 0);
 	if (backend == ULPT_BACKEND_ULPT) {
 		int r = ulpt_init(ULPT_BACKEND_ULPT);
 		if (r == -ENODEV) {
-			printf("1..1\nok 1 - %s: the ULPT backend reports itself unavailable (ENODEV)\n", argv[1]);
-			return 0;
+			/* No test runs without ULPT: the names are still checked. */
+			unsigned char sel[TAP_NTESTS(tests)] = { 0 };
+			for (int a = 2; a < argc; a++)
+				if (!test_select(tests, n, argv[a], strlen(argv[a]), sel)) {
+					printf("Bail out! no test named \"%s\" (--list lists them)\n", argv[a]);
+					return 2;
+				}
+			tap_plan(1);
+			tap_ok(1, "%s: the ULPT backend reports itself unavailable (ENODEV)", argv[1]);
+			return tap_done();
 		}
 		if (r != 0) {
-			printf("1..1\nnot ok 1 - ulpt_init(ULPT): %s\n", strerror(-r));
+			tap_plan(1);
+			tap_ok(0, "ulpt_init(ULPT): %s", strerror(-r));
 			return 1;
 		}
 		ulpt_fini();
 	}
-	printf("1..%d\n", argc > 2 ? 1 : n);
-	for (int i = 0; i < n; i++) {
-		int st;
-		if (argc > 2 && strcmp(argv[2], tests[i].name))
-			continue;
-		pid_t pid = fork();
-		if (pid == 0)
-			_exit(tests[i].fn());
-		waitpid(pid, &st, 0);
-		int skipped = WIFEXITED(st) && WEXITSTATUS(st) == SKIP_STATUS;
-		int ok = WIFEXITED(st) && (WEXITSTATUS(st) == 0 || skipped);
-		printf("%sok %d - %s: %s: %s%s\n", ok ? "" : "not ", ++ran, argv[1], tests[i].name, tests[i].what,
-		       skipped ? " # SKIP" : ok ? "" : WIFSIGNALED(st) ? " (killed by a signal)" : "");
-		failed += !ok;
-	}
-	return failed != 0;
+	/* Not a tail call: gdb's backtraces (tests/suites/libulpt.sh) reach main. */
+	int r = tap_run(tests, n, argc - 2, argv + 2);
+	fflush(stdout);
+	return r;
 }

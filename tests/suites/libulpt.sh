@@ -8,22 +8,17 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 run=$top/scripts/ulpt-run
 t=$top/build/libulpt/test/ulpt-test
 ex=$top/build/examples/watch-write
-{
-  rc=0
-  "$t" mprotect | sed 's/ - / - host: /' || rc=1
-  "$run" --no-share --smp 2 -- sh -c "'$t' ulpt; a=\$?; '$t' mprotect; exit \$((a | \$?))" |
-    sed 's/ - / - guest ulpt: /' || rc=1
-  "$run" --no-share --cpu max -- sh -c "'$t' ulpt; a=\$?; '$t' mprotect; exit \$((a | \$?))" |
-    sed 's/ - / - guest max: /' || rc=1
-  exit $rc
-} | awk '/^1\.\.[0-9]+$/ { next } { print }' > /tmp/.libulpt-suite.$$
-rc=$?
-n=$(grep -c '^\(not \)\{0,1\}ok' /tmp/.libulpt-suite.$$)
-echo "1..$((n + 8))"
-awk '{ if (sub(/^ok [0-9]+ /, "ok " ++i " ") || sub(/^not ok [0-9]+ /, "not ok " ++i " ")) print; else print }' /tmp/.libulpt-suite.$$
-rm -f /tmp/.libulpt-suite.$$
-i=$n
-ok() { i=$((i + 1)); if [ "$1" = 0 ]; then echo "ok $i - $2"; else echo "not ok $i - $2"; fi; }
+# libulpt's runs are sub-streams (tests/lib/tap-sub.sh) that tests/tap-run checks and merges;
+# this suite's own plan counts the 8 checks below.
+. "$top/tests/lib/tap-sub.sh"
+echo "1..8"
+rc=0
+guest_runs=". '$top/tests/lib/tap-sub.sh'; tap_sub ulpt '$t' ulpt; a=\$?; tap_sub mprotect '$t' mprotect; exit \$((a | \$?))"
+tap_sub host "$t" mprotect || rc=1
+tap_sub "guest -cpu ulpt" "$run" --no-share --smp 2 -- sh -c "$guest_runs" || rc=1
+tap_sub "guest -cpu max" "$run" --no-share --cpu max -- sh -c "$guest_runs" || rc=1
+i=0
+ok() { i=$((i + 1)); if [ "$1" = 0 ]; then echo "ok $i - $2"; else echo "not ok $i - $2"; rc=1; fi; }
 
 out=$("$ex" 2>&1)
 ok $([[ "$out" == *"backend: mprotect"*"buffer + 100"*"buffer[100] = 'x'"* ]]; echo $?) "example on the host: caught the write, let it through"

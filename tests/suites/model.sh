@@ -9,23 +9,16 @@ run=$top/scripts/ulpt-run
 t=$top/build/libulpt/test/ulpt-model-test
 i=0
 ok() { i=$((i + 1)); if [ "$1" = 0 ]; then echo "ok $i - $2"; else echo "not ok $i - $2"; [ -n "${3:-}" ] && sed 's/^/#   /' <<<"$3"; fi; }
-# TAP from a program, renumbered, with a prefix.
-fold() { local line plan= seen=0; while IFS= read -r line; do
-  case "$line" in
-    "ok "*) ok 0 "$1: ${line#ok * - }"; seen=$((seen + 1)) ;;
-    "not ok "*) ok 1 "$1: ${line#not ok * - }"; seen=$((seen + 1)) ;;
-    "Bail out!"*) ok 1 "$1: $line" ;;
-    1..*) plan=${line#1..} ;;
-    *) echo "# $line" ;;
-  esac; done
-  [ -n "$plan" ] && [ "$plan" = "$seen" ] || ok 1 "$1: planned ${plan:-no} tests, ran $seen"; }
+# ulpt-model-test's runs are sub-streams (tests/lib/tap-sub.sh) that tests/tap-run checks and
+# merges; this suite's own plan counts only its own checks (printed at the end).
+. "$top/tests/lib/tap-sub.sh"
 dir=$(mktemp -d "$top/build/model.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 
-fold host < <("$t" off)
-fold "guest -cpu ulpt" < <("$run" --no-share -- "$t" off)
-fold "guest -cpu ulpt,ulpt-model=on" < <("$run" --no-share --cpu ulpt,ulpt-model=on -- "$t" on)
-fold "guest -cpu ulpt,ulpt-model=on, 2 CPUs" < <("$run" --no-share --smp 2 --cpu ulpt,ulpt-model=on -- "$t" smp)
+tap_sub host "$t" off
+tap_sub "guest -cpu ulpt" "$run" --no-share -- "$t" off
+tap_sub "guest -cpu ulpt,ulpt-model=on" "$run" --no-share --cpu ulpt,ulpt-model=on -- "$t" on
+tap_sub "guest -cpu ulpt,ulpt-model=on, 2 CPUs" "$run" --no-share --smp 2 --cpu ulpt,ulpt-model=on -- "$t" smp
 
 # ulpt-model without the model: one line, status 2; --available says no.
 out=$("$run" --no-share -- sh -c 'ulpt-model -- true; echo "status $?"; ulpt-model --available; echo "available $?"' 2>&1)

@@ -2,7 +2,9 @@
 # Unit test of the by-name runner of the host and guest C tests (tap_run in tests/lib/tap.h):
 # `prog NAME` runs that test only (a rule runs every test named after it), `prog --list` lists
 # the names, an unknown name fails, and a test that makes another number of checks than it
-# declares fails the run. Then the same on a real program, build/tests/unit/ulpt-core.
+# declares fails the run; tap-fork.h's forked tests: a crash or a hang fails that test only, a
+# skip is a skip. Then the same on real programs: build/tests/unit/ulpt-core, libulpt's
+# ulpt-test and watchlib's wl-api.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -23,7 +25,7 @@ check() { # description command...
   n=$((n + 1))
   if "$@"; then echo "ok $n - $d"; else echo "not ok $n - $d"; fi
 }
-echo 1..11
+echo 1..16
 check "the runner compiles (tests/lib/tap.h)" \
   "${CC:-cc}" -Wall -Wextra -Werror -I"$top/tests/lib" -o "$tmp/t" "$tmp/t.c"
 check "--list prints the names, one a line, and runs nothing" \
@@ -53,3 +55,33 @@ check "ulpt-core R-TBL-3 runs its one check only" \
   test "$r:$(grep -cE '^(not )?ok' <<<"$out"):$(grep -c '^ok 1 - addresses at or above 2^47' <<<"$out")" = "0:1:1"
 check "ulpt-core --list names R-TBL-2 and R-DEL-1:frame" \
   bash -c '"$1" --list | grep -qx R-TBL-2 && "$1" --list | grep -qx R-DEL-1:frame' _ "$core"
+cat > "$tmp/f.c" <<'C'
+#include "tap-fork.h"
+static int pass(void) { return 0; }
+static int crash(void) { *(volatile int *)0 = 1; return 0; }
+static int hang(void) { for (;;) pause(); return 0; }
+static int skipped(void) { return TAP_SKIP_STATUS; }
+static void t_pass(void) { tap_forked(pass, 0, "passes"); }
+static void t_crash(void) { tap_forked(crash, 0, "crashes"); }
+static void t_hang(void) { tap_forked(hang, 1, "hangs"); }
+static void t_skip(void) { tap_forked(skipped, 0, "skips"); }
+static const struct test_case t[] = {
+    { "crash", t_crash, 1 }, { "hang", t_hang, 1 }, { "skip", t_skip, 1 }, { "pass", t_pass, 1 },
+};
+int main(int argc, char **argv) { return tap_run(t, TAP_NTESTS(t), argc - 1, argv + 1); }
+C
+"${CC:-cc}" -Wall -Wextra -Werror -I"$top/tests/lib" -o "$tmp/f" "$tmp/f.c"; r=$?
+out=$("$tmp/f"); rf=$?
+check "tap_forked: a crash and a hang fail their tests only, the next ones run (a skip, a pass); the run fails" \
+  test "$r:$rf:$(grep -E '^(not )?ok' <<<"$out" | sed -E 's/ [(].*//' | tr '\n' '|')" = \
+  "0:1:not ok 1 - crashes|not ok 2 - hangs|ok 3 - skips # SKIP see above|ok 4 - passes|"
+check "tap_forked: a crashed test names its signal" \
+  bash -c 'grep -q "^not ok 1 - crashes (killed by signal 11, " <<<"$1" && grep -q "^not ok 2 - hangs (killed by signal 14, timeout)" <<<"$1"' _ "$out"
+ut=$top/build/libulpt/test/ulpt-test wa=$top/build/watchlib/test/wl-api
+out=$("$ut" mprotect skip); r=$?
+check "ulpt-test mprotect skip runs its one check only" \
+  test "$r:$(grep -cE '^(not )?ok' <<<"$out"):$(grep -c '^ok 1 - mprotect: skip: ' <<<"$out"):$(head -1 <<<"$out")" = "0:1:1:1..1"
+check "ulpt-test --list and wl-api --list name their tests" \
+  bash -c '"$1" --list | grep -qx step_ptrace && [ "$("$1" --list | wc -l)" = 24 ] && "$2" --list | grep -qx bad_args && [ "$("$2" --list | wc -l)" = 8 ]' _ "$ut" "$wa"
+check "ulpt-test and wl-api: an unknown name fails (Bail out!, status 2)" \
+  bash -c '"$1" mprotect nosuch | grep -q "^Bail out!"; a=${PIPESTATUS[0]}; "$2" mprotect nosuch | grep -q "^Bail out!"; [ "$a:${PIPESTATUS[0]}" = 2:2 ]' _ "$ut" "$wa"

@@ -1,9 +1,11 @@
 /*
- * wl-api: TAP test of watchlib's C API (watchlib/include/watchlib.h) on one backend:
- *   wl-api ulpt|mprotect
- * Each test runs in a forked child that calls wl_init itself (a crash or a hang fails that test
- * only; 120 s alarm), on data in its own mmap()ed pages, away from everything else the
- * process touches. The cost of a fault with 1, 1000 and 100000 watchpoints is printed as
+ * wl-api: TAP test of watchlib's C API (watchlib/include/watchlib.h) on one backend, a table
+ * of test functions run by tap_run (tests/lib/tap.h: selection by name, --list):
+ *   wl-api ulpt|mprotect [NAME...]
+ *   wl-api --list
+ * Each test is one check and runs in a forked child that calls wl_init itself
+ * (tests/lib/tap-fork.h: a crash or a hang fails that test only; 120 s alarm), on data in its
+ * own mmap()ed pages, away from everything else the process touches. The cost of a fault with 1, 1000 and 100000 watchpoints is printed as
  * "# cost N watches: NS ns per fault" lines, never asserted.
  *
  * SPDX-License-Identifier: MIT
@@ -23,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <watchlib.h>
+#include "tap-fork.h"
 
 static enum ulpt_backend backend;
 static int on_ulpt;                     /* the backend reports access sizes */
@@ -503,64 +506,51 @@ static int t_cost(void)
 }
 
 /* --- runner ------------------------------------------------------------------------------- */
-struct test {
-	int (*fn)(void);
-	const char *name;
-};
+static const char *backend_name;
+static int (*current)(void);
 
-static const struct test tests[] = {
-	{ t_neighbours, "a 4-byte watch among hot neighbours in its line: 300 reads, 500 writes exactly; false faults counted" },
-	{ t_values, "the callback gets id, kind, address, size, ip, tid and the old and new watched bytes of a write" },
-	{ t_rmw, "xchg, add to memory and lock xadd on a read-write watch: each one write, no read" },
-	{ t_unwatch, "wl_unwatch stops the counting, spares the line's other watch; a bad id is -ENOENT" },
-	{ t_bad_args, "len 0, NULL, mode 0 or > 3, a wrapping range: negative errno, no watch added" },
-	{ t_many, "10000 watchpoints, one every 64 bytes: exact reads and writes on each" },
-	{ t_threads, "4 threads writing their own watched ints of one line: exact counts (mprotect: at most), own tid in the callback" },
-	{ t_cost, "1, 1000 and 100000 watchpoints set; a fault's cost printed for each" },
-};
+/* The forked child's body: wl_init, the test, wl_fini. */
+static int in_child(void)
+{
+	int r = wl_init(backend), f;
+
+	if (r < 0) {
+		diag("wl_init(%s): %s", backend_name, strerror(-r));
+		return 1;
+	}
+	r = current();
+	if (!r && (f = wl_fini()) != 0) {
+		diag("wl_fini: %d", f);
+		r = 1;
+	}
+	return r ? 1 : 0;
+}
+
+#define TESTS(X) \
+	X(neighbours, "a 4-byte watch among hot neighbours in its line: 300 reads, 500 writes exactly; false faults counted") \
+	X(values, "the callback gets id, kind, address, size, ip, tid and the old and new watched bytes of a write") \
+	X(rmw, "xchg, add to memory and lock xadd on a read-write watch: each one write, no read") \
+	X(unwatch, "wl_unwatch stops the counting, spares the line's other watch; a bad id is -ENOENT") \
+	X(bad_args, "len 0, NULL, mode 0 or > 3, a wrapping range: negative errno, no watch added") \
+	X(many, "10000 watchpoints, one every 64 bytes: exact reads and writes on each") \
+	X(threads, "4 threads writing their own watched ints of one line: exact counts (mprotect: at most), own tid in the callback") \
+	X(cost, "1, 1000 and 100000 watchpoints set; a fault's cost printed for each")
+
+#define CASE(name, what) static void case_##name(void) { current = t_##name; tap_forked(in_child, 120, #name ": " what); }
+TESTS(CASE)
+#define ROW(name, what) { #name, case_##name, 1 },
+static const struct test_case tests[] = { TESTS(ROW) };
 
 int main(int argc, char **argv)
 {
-	int n = sizeof(tests) / sizeof(tests[0]), failed = 0, status;
-
+	if (argc > 1 && !strcmp(argv[1], "--list"))
+		return tap_run(tests, TAP_NTESTS(tests), argc - 1, argv + 1);
 	if (argc < 2 || (strcmp(argv[1], "ulpt") && strcmp(argv[1], "mprotect"))) {
-		fprintf(stderr, "usage: wl-api ulpt|mprotect\n");
+		fprintf(stderr, "usage: wl-api ulpt|mprotect [NAME...] | --list\n");
 		return 2;
 	}
+	backend_name = argv[1];
 	backend = !strcmp(argv[1], "ulpt") ? ULPT_BACKEND_ULPT : ULPT_BACKEND_MPROTECT;
 	on_ulpt = backend == ULPT_BACKEND_ULPT;
-	printf("1..%d\n", n);
-	fflush(stdout);
-	for (int i = 0; i < n; i++) {
-		pid_t pid = fork();
-
-		if (pid == 0) {
-			int r;
-
-			alarm(120);
-			r = wl_init(backend);
-			if (r < 0) {
-				diag("wl_init(%s): %s", argv[1], strerror(-r));
-				_exit(1);
-			}
-			r = tests[i].fn();
-			if (!r && (status = wl_fini()) != 0) {
-				diag("wl_fini: %d", status);
-				r = 1;
-			}
-			fflush(stdout);
-			_exit(r ? 1 : 0);
-		}
-		if (pid < 0 || waitpid(pid, &status, 0) != pid) {
-			status = -1;
-		} else if (WIFSIGNALED(status)) {
-			diag("killed by signal %d (%s)", WTERMSIG(status),
-			     WTERMSIG(status) == SIGALRM ? "timeout" : strsignal(WTERMSIG(status)));
-		}
-		int ok = status == 0;
-		failed += !ok;
-		printf("%s %d - %s\n", ok ? "ok" : "not ok", i + 1, tests[i].name);
-		fflush(stdout);
-	}
-	return failed ? 1 : 0;
+	return tap_run(tests, TAP_NTESTS(tests), argc - 2, argv + 2);
 }
