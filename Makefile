@@ -34,6 +34,12 @@ qemu: | deps
 
 kernel: | deps
 	@scripts/build-kernel
+# The same kernel with KASAN, lockdep, kmemleak and DEBUG_VM (linux/debug.config), in its own
+# build directory, for make fuzz-kernel. Not part of all.
+KERNEL_DEBUG := $(B)/linux-debug/obj/arch/x86/boot/bzImage
+.PHONY: kernel-debug
+kernel-debug: | deps
+	@scripts/build-kernel --dir $(B)/linux-debug --fragment linux/debug.config
 
 initramfs: $(INITRAMFS)
 
@@ -98,9 +104,9 @@ $(LB)/$(LIBULPT_SONAME).1.0: $(LIB_OBJS)
 $(LB)/libulpt.so: $(LB)/$(LIBULPT_SONAME).1.0
 	ln -sf $(LIBULPT_SONAME).1.0 $(LB)/$(LIBULPT_SONAME) && ln -sf $(LIBULPT_SONAME) $@
 # Tests and examples link the shared library from the build tree ($ORIGIN-relative rpath).
-$(LB)/test/%: libulpt/test/%.c libulpt/include/ulpt.h $(LB)/libulpt.so
+$(LB)/test/%: libulpt/test/%.c libulpt/include/ulpt.h tests/lib/tap.h tests/lib/tap-fork.h tests/lib/select.h $(LB)/libulpt.so
 	@mkdir -p $(@D)
-	$(CC) -O2 -g -Wall -Wextra -Werror -Ilibulpt/include -o $@ $< -L$(LB) -lulpt -lunwind -lpthread '-Wl,-rpath,$$ORIGIN/..'
+	$(CC) -O2 -g -Wall -Wextra -Werror -Ilibulpt/include -Itests/lib -o $@ $< -L$(LB) -lulpt -lunwind -lpthread '-Wl,-rpath,$$ORIGIN/..'
 $(B)/examples/%: examples/%.c libulpt/include/ulpt.h $(LB)/libulpt.so
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -Wall -Wextra -Werror -Ilibulpt/include -o $@ $< -L$(LB) -lulpt -lpthread '-Wl,-rpath,$$ORIGIN/../libulpt'
@@ -138,8 +144,15 @@ $(WB)/%.o: watchlib/src/%.c $(WL_HDRS)
 $(WB)/preload/%.o: watchlib/preload/%.c $(WL_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) $(WL_CFLAGS_$*) -ftls-model=initial-exec $(DEPFLAGS) -c -o $@ $<
-$(WB)/libwatch.a: $(WL_OBJS) $(LIB_OBJS)
+# libwatch, static and shared (soname libwatch.so.0), has watchlib's objects only: its users
+# link libulpt too (libwatch.so names libulpt.so.0; watchlib.pc requires libulpt).
+WL_SONAME := libwatch.so.0
+$(WB)/libwatch.a: $(WL_OBJS)
 	rm -f $@ && ar rcs $@ $^
+$(WB)/$(WL_SONAME).1.0: $(WL_OBJS) $(LB)/libulpt.so
+	$(CC) -shared -Wl,-soname,$(WL_SONAME) -o $@ $(WL_OBJS) -L$(LB) -lulpt $(WL_LIBS)
+$(WB)/libwatch.so: $(WB)/$(WL_SONAME).1.0
+	ln -sf $(WL_SONAME).1.0 $(WB)/$(WL_SONAME) && ln -sf $(WL_SONAME) $@
 $(WB)/libulpt-watch-agent.so: $(AGENT_OBJS) $(WL_OBJS) $(LIB_OBJS)
 	$(CC) -shared -Wl,-z,nodelete -o $@ $^ $(AGENT_LIBS)
 $(WB)/ulpt-watch: $(wildcard watchlib/cli/*.c watchlib/cli/*.h) watchlib/preload/options.c $(WL_HDRS)
@@ -152,9 +165,9 @@ $(WB)/test/progs/%: watchlib/test/progs/%.c
 $(WB)/test/progs/%: watchlib/test/progs/%.cc
 	@mkdir -p $(@D)
 	g++ -O1 -g -Wall -Wextra -Werror -o $@ $< -lpthread
-$(WB)/test/%: watchlib/test/%.c $(WB)/libwatch.a
+$(WB)/test/%: watchlib/test/%.c tests/lib/tap.h tests/lib/tap-fork.h tests/lib/select.h $(WB)/libwatch.a $(LB)/libulpt.a
 	@mkdir -p $(@D)
-	$(CC) -O2 -g -Wall -Wextra -Werror -Iwatchlib/include -Ilibulpt/include -o $@ $< $(WB)/libwatch.a $(WL_LIBS)
+	$(CC) -O2 -g -Wall -Wextra -Werror -Iwatchlib/include -Ilibulpt/include -Itests/lib -o $@ $< $(WB)/libwatch.a $(LB)/libulpt.a $(WL_LIBS)
 # ulpt-gdb: a script and GDB's extension, laid out in the build as they are installed
 # (ulpt-gdb finds gdb/ulpt.py beside it, or ../share/ulpt/gdb/ulpt.py).
 $(WB)/ulpt-gdb: watchlib/gdb/ulpt-gdb
@@ -163,7 +176,7 @@ $(WB)/ulpt-gdb: watchlib/gdb/ulpt-gdb
 $(WB)/gdb/ulpt.py: watchlib/gdb/ulpt.py
 	@mkdir -p $(@D)
 	install -m 644 $< $@
-WATCHLIB := $(WB)/libwatch.a $(WB)/libulpt-watch-agent.so $(WB)/ulpt-watch \
+WATCHLIB := $(WB)/libwatch.a $(WB)/libwatch.so $(WB)/libulpt-watch-agent.so $(WB)/ulpt-watch \
 	$(WB)/ulpt-gdb $(WB)/gdb/ulpt.py \
 	$(patsubst examples/demo/%.c,$(B)/examples/%,$(wildcard examples/demo/*.c)) \
 	$(patsubst watchlib/test/progs/%.c,$(WB)/test/progs/%,$(wildcard watchlib/test/progs/*.c)) \
@@ -172,9 +185,9 @@ WATCHLIB := $(WB)/libwatch.a $(WB)/libulpt-watch-agent.so $(WB)/ulpt-watch \
 watchlib: $(WATCHLIB)
 # Benchmarks of watchlib link it statically (before the generic bench rule above takes them);
 # heap-* are plain programs, for memory and time under heap checkers.
-$(B)/bench/watch-%: bench/watch-%.c $(WB)/libwatch.a
+$(B)/bench/watch-%: bench/watch-%.c $(WB)/libwatch.a $(LB)/libulpt.a
 	@mkdir -p $(@D)
-	$(CC) -O2 -g -Wall -Wextra -Werror -Iwatchlib/include -Ilibulpt/include -o $@ $< $(WB)/libwatch.a $(WL_LIBS)
+	$(CC) -O2 -g -Wall -Wextra -Werror -Iwatchlib/include -Ilibulpt/include -o $@ $< $(WB)/libwatch.a $(LB)/libulpt.a $(WL_LIBS)
 $(B)/bench/heap-%: bench/heap-%.c
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -Wall -Wextra -Werror -o $@ $<
@@ -201,6 +214,32 @@ check-qemu-bisect: | deps
 # CPython's regression tests under ulpt-watch --check (minutes; not part of make test).
 check-real: all
 	@scripts/check-real
+# The agent's stress run (tests/suites/stress.sh) for STRESS_SECONDS (default 180) under
+# ulpt-watch --check, half as long under --heap, STRESS_FORKS forks; prints its figures.
+# make test runs it for 20 s.
+STRESS_SECONDS ?= 180
+STRESS_FORKS ?= 300
+.PHONY: stress
+stress: all
+	@STRESS_SECONDS=$(STRESS_SECONDS) STRESS_FORKS=$(STRESS_FORKS) \
+	  tests/tap-run --summary tests/suites/stress.sh
+# The CPU differential fuzzer's long campaign (scripts/fuzz-cpu; make test runs a short fixed
+# budget, tests/suites/fuzz-cpu.sh): SEED (default: the time), COUNT sequences per batch,
+# DURATION seconds (0: one batch), SMP vCPUs.
+.PHONY: fuzz-cpu
+fuzz-cpu: $(B)/baremetal/ulpt-fuzz.elf
+	@scripts/fuzz-cpu $(if $(SEED),--seed $(SEED)) --count $(or $(COUNT),4000) \
+	  --duration $(or $(DURATION),600) --smp $(or $(SMP),1)
+# The kernel API fuzzer (tests/guest/ulpt-fuzz.c) for FUZZ_SECONDS (default 1200) from seed
+# FUZZ_SEED (default: a new one, printed), on the debug kernel when make kernel-debug built it;
+# prints the sequences run and the distinct failures. make test runs a short fixed budget.
+FUZZ_SECONDS ?= 1200
+FUZZ_SEED ?=
+.PHONY: fuzz-kernel
+fuzz-kernel: qemu kernel initramfs
+	@ULPT_FUZZ_SECONDS=$(FUZZ_SECONDS) ULPT_FUZZ_SEED=$(FUZZ_SEED) \
+	  ULPT_KERNEL=$(abspath $(if $(wildcard $(KERNEL_DEBUG)),$(KERNEL_DEBUG),$(KERNEL))) \
+	  tests/tap-run --summary tests/suites/fuzz-kernel.sh
 
 test: all $(UNIT_BINS) $(BM_IMAGES)
 	@tests/tap-run --summary scripts/check $(UNIT_TESTS) $(UNIT_BINS) $(SUITES)
@@ -212,7 +251,8 @@ bench: all
 bench-quick: all
 	@scripts/bench --no-build --quick
 
-# `make install PREFIX=DIR`: ulpt-run and what it boots, libulpt, ulpt-watch with its agent, and ulpt-gdb. PREFIX/bin/ulpt-run finds the rest in
+# `make install PREFIX=DIR`: ulpt-run and what it boots, libulpt, watchlib (libwatch and
+# watchlib.pc), ulpt-watch with its agent, and ulpt-gdb. PREFIX/bin/ulpt-run finds the rest in
 # PREFIX/lib/ulpt (QEMU, kernel, initramfs) and PREFIX/libexec/ulpt (guest programs, on PATH
 # in the guest). QEMU takes its firmware from Debian's seabios and qemu-system-data.
 PREFIX ?= /usr/local
@@ -231,6 +271,14 @@ install: all
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(LIBULPT_VERSION)|' libulpt/libulpt.pc.in \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/libulpt.pc
 	install -m 644 libulpt/man/*.3 $(DESTDIR)$(PREFIX)/share/man/man3/
+	# watchlib: its header, libwatch (linked against libulpt, not a copy of it), watchlib.pc.
+	install -m 644 watchlib/include/watchlib.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 $(WB)/libwatch.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(WB)/$(WL_SONAME).1.0 $(DESTDIR)$(PREFIX)/lib/
+	ln -sf $(WL_SONAME).1.0 $(DESTDIR)$(PREFIX)/lib/$(WL_SONAME)
+	ln -sf $(WL_SONAME) $(DESTDIR)$(PREFIX)/lib/libwatch.so
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(LIBULPT_VERSION)|' watchlib/watchlib.pc.in \
+	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/watchlib.pc
 	# ulpt-watch finds its agent in ../lib/ulpt next to its own directory.
 	install -d $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 $(WB)/ulpt-watch $(DESTDIR)$(PREFIX)/bin/
