@@ -50,6 +50,7 @@
 #include <asm/prctl.h>
 #include <asm/ulpt.h>
 #include "tap.h"
+#include "ulpt-handler.h"
 
 #ifndef MADV_WIPEONFORK
 #define MADV_WIPEONFORK 18
@@ -1480,19 +1481,6 @@ static long only_seq = -1;
 static int jobs = 2;
 static long mem_before;
 
-static long mem_free_kb(void)
-{
-    char line[256];
-    long v = -1;
-    FILE *f = fopen("/proc/meminfo", "r");
-    while (f && fgets(line, sizeof(line), f))
-        if (sscanf(line, "MemFree: %ld kB", &v) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return v;
-}
-
 static double now(void)
 {
     struct timespec t;
@@ -1507,7 +1495,7 @@ static void t_fuzz(void)
     double t0 = now();
     int hung = 0, bad = 0;
 
-    mem_before = mem_free_kb();
+    mem_before = ulpt_mem_free_kb();
     for (;;) {
         int live = 0;
         for (int j = 0; j < jobs; j++) {
@@ -1579,7 +1567,7 @@ static void t_memory(void)
     /* free memory settles: the kernel frees tables at the last mmput, RCU may lag */
     long after = 0;
     for (int i = 0; i < 20; i++) {
-        after = mem_free_kb();
+        after = ulpt_mem_free_kb();
         if (after >= mem_before - 2048)
             break;
         usleep(100000);
