@@ -866,6 +866,48 @@ static void test_mremap_view(void)
 	      "mremap shrinking the view: EINVAL");
 }
 
+/*
+ * ARCH_ULPT_ENABLE: the view is one mapping that does not split and never executes;
+ * a range that starts below it is not the view's; ENABLE checks its argument first.
+ */
+static void test_view_vm(void)
+{
+	char *v, *below;
+	int busy;
+
+	setup();
+	v = (char *)(uintptr_t)en.view;
+	check(munmap(v + PAGE_SIZE, PAGE_SIZE) == -1 && errno == EINVAL,
+	      "munmap of a part of the view: EINVAL");
+	check(mprotect(v, PAGE_SIZE, PROT_READ) == -1 && errno == EINVAL &&
+	      mprotect(v, PAGE_SIZE, PROT_READ | PROT_WRITE) == 0,
+	      "mprotect of a part of the view: EINVAL (0 when it changes nothing)");
+	check(mprotect(v, ULPT_VIEW_SIZE, PROT_READ | PROT_EXEC) == -1 && errno == EACCES &&
+	      mprotect(v + PAGE_SIZE, PAGE_SIZE, PROT_EXEC) == -1 && errno == EACCES,
+	      "mprotect(PROT_EXEC) of the view or a part: EACCES");
+	check(mremap(v - PAGE_SIZE, 2 * PAGE_SIZE, 3 * PAGE_SIZE, MREMAP_MAYMOVE) == MAP_FAILED &&
+	      errno == EFAULT, "mremap growing a range starting below the view: EFAULT");
+	below = mmap(v - PAGE_SIZE, PAGE_SIZE, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (below == v - PAGE_SIZE) {
+		*below = 1;
+		check(mremap(below, 2 * PAGE_SIZE, 3 * PAGE_SIZE, MREMAP_MAYMOVE) == MAP_FAILED &&
+		      errno == EFAULT && *below == 1,
+		      "mremap growing our page below the view and the view's first page: EFAULT");
+		munmap(below, PAGE_SIZE);
+	}
+	check(mprotect(v, ULPT_VIEW_SIZE, PROT_READ) == 0 &&
+	      mprotect(v, ULPT_VIEW_SIZE, PROT_READ | PROT_WRITE) == 0,
+	      "mprotect of the whole view: read-only and back");
+	en.flags = 1;
+	busy = ulpt(ARCH_ULPT_ENABLE, &en);
+	check(busy == -1 && errno == EINVAL,
+	      "ENABLE with non-zero flags when a table exists: EINVAL (the argument first)");
+	en.flags = 0;
+	check(ulpt(ARCH_ULPT_ENABLE, (void *)16) == -1 && errno == EFAULT,
+	      "ENABLE with a bad pointer when a table exists: EFAULT");
+}
+
 /* Lifecycle: mprotect is independent */
 static void test_mprotect(void)
 {
@@ -1028,6 +1070,7 @@ static const struct ulpt_test ulpt_tests[] = {
 	ULPT_TEST(exec, false),
 	ULPT_TEST(munmap, false),
 	ULPT_TEST(mremap_view, false),
+	ULPT_TEST(view_vm, false),
 	ULPT_TEST(mprotect, false),
 	ULPT_TEST(mremap, false),
 	ULPT_TEST(kernel_access, false),
