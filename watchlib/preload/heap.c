@@ -812,16 +812,21 @@ void *realloc(void *p, size_t n)
 	}
 	id = block_at(p);
 	if (!id || ag.blocks[id].state != BLK_LIVE) {
-		heap_free(p, "free", NO_FAMILY_CHECK);  /* invalid or double free */
+		release(p, NO_FAMILY_CHECK);    /* invalid or double free (deferred in the agent) */
 		return NULL;
 	}
-	q = malloc(n);              /* from glibc once degraded */
+	q = malloc(n);              /* from glibc once degraded; the agent's memory in the agent */
 	if (!q)
 		return NULL;
 	in_agent++;                 /* the copy is the agent's access, not the program's */
 	memcpy(q, p, ag.blocks[id].size < n ? ag.blocks[id].size : n);
 	in_agent--;
-	heap_free(p, "realloc", NO_FAMILY_CHECK);
+	/* A signal handler's realloc while its thread is in the agent (holding the heap lock)
+	 * frees the old block as its free does: deferred, without the lock. */
+	if (in_agent)
+		defer_free(p);
+	else
+		heap_free(p, "realloc", NO_FAMILY_CHECK);
 	return q;
 }
 

@@ -28,7 +28,8 @@
  *     handler are apart: under --heap a handler that interrupts the agent gets the agent's
  *     own memory (heap.c), so only the main flow's counts are exact there.
  *     Every 8 operations a worker also parks a block it allocated for the handler, which
- *     verifies and frees it (a free in a handler that may interrupt the agent).
+ *     verifies and frees it, every other one after growing it with realloc (a free and a
+ *     realloc in a handler that may interrupt the agent).
  *     "native": the handler allocates nothing, for a run without the agent (glibc's malloc
  *     called from a handler that interrupted it waits for its own lock); "heap": nothing is
  *     parked (under --heap a handler that interrupts the agent is not watched: the reads of a
@@ -97,7 +98,7 @@ struct worker {
 	struct block mail[MAILBOX];
 	int nmail;
 	/* Signals: sent by the sender (counted when queued), handled by the handler. */
-	volatile uint64_t sent, handled, h_allocs, h_reads, h_writes, h_frees;
+	volatile uint64_t sent, handled, h_allocs, h_reads, h_writes, h_frees, h_reallocs;
 	struct block *volatile parked;      /* a block the main flow left for the handler to free */
 	struct block park;                  /* its record */
 	uint64_t failures;
@@ -471,9 +472,19 @@ static void on_signal(int s)
 	}
 	struct block *b = __atomic_exchange_n(&w->parked, NULL, __ATOMIC_ACQ_REL);
 	if (b) {
-		if (!verify(b->p, b->size, b->seed, 0, &reads))
+		unsigned char *q = b->p;
+
+		/* every other one grown first: a realloc in a handler that may interrupt the agent */
+		if (w->h_frees & 1) {
+			q = realloc(b->p, b->size + 64);
+			if (q)
+				w->h_reallocs++;
+			else
+				q = b->p, w->failures++;
+		}
+		if (!verify(q, b->size, b->seed, 0, &reads))
 			w->failures++;
-		free(b->p);
+		free(q);
 		w->h_frees++;
 		w->h_reads += reads;
 	}
@@ -584,7 +595,7 @@ static int run(int seconds)
 	struct sigaction sa;
 	pthread_t sender;
 	struct counts t = { 0 };
-	uint64_t sent = 0, handled = 0, h_allocs = 0, h_reads = 0, h_writes = 0, h_frees = 0;
+	uint64_t sent = 0, handled = 0, h_allocs = 0, h_reads = 0, h_writes = 0, h_frees = 0, h_reallocs = 0;
 	uint64_t failures = 0;
 	uint64_t leak_bytes = 0, head_bytes = 0, node_bytes = 0, main_writes = 0;
 	int64_t t0 = now_ns();
@@ -638,6 +649,7 @@ static int run(int seconds)
 		h_reads += w->h_reads;
 		h_writes += w->h_writes;
 		h_frees += w->h_frees;
+		h_reallocs += w->h_reallocs;
 		failures += w->failures;
 	}
 	/* Blocks kept to the end, reachable from a global: no leak. */
@@ -654,7 +666,7 @@ static int run(int seconds)
 	       "mallocs=%llu callocs=%llu memaligns=%llu posix_memaligns=%llu aligned_allocs=%llu "
 	       "vallocs=%llu zero_allocs=%llu handoffs=%llu reads=%llu writes=%llu "
 	       "signals_sent=%llu signals_handled=%llu handler_allocs=%llu handler_reads=%llu "
-	       "handler_writes=%llu handler_size=%d parks=%llu handler_frees=%llu forks=%llu execs=%llu fork_failures=%llu "
+	       "handler_writes=%llu handler_size=%d parks=%llu handler_frees=%llu handler_reallocs=%llu forks=%llu execs=%llu fork_failures=%llu "
 	       "child_leak=%d exec_leak=%d leaked_direct=%d leaked_direct_bytes=%llu "
 	       "leaked_indirect=%d leaked_indirect_bytes=%llu kept=3 failures=%llu\n",
 	       seconds, nworkers, (unsigned long long)t.ops, (unsigned long long)t.allocs,
@@ -666,7 +678,7 @@ static int run(int seconds)
 	       (unsigned long long)t.reads, (unsigned long long)t.writes,
 	       (unsigned long long)sent, (unsigned long long)handled, (unsigned long long)h_allocs,
 	       (unsigned long long)h_reads, (unsigned long long)h_writes, HANDLER_SIZE,
-	       (unsigned long long)t.parks, (unsigned long long)h_frees,
+	       (unsigned long long)t.parks, (unsigned long long)h_frees, (unsigned long long)h_reallocs,
 	       (unsigned long long)t.forks, (unsigned long long)t.execs,
 	       (unsigned long long)fork_failures, CHILD_LEAK, EXEC_LEAK, LEAK_DIRECT + 1,
 	       (unsigned long long)(leak_bytes + head_bytes), LEAK_NODES,
