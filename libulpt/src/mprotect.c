@@ -8,7 +8,8 @@
  *   rights is let through without calling the handler). The backend is for data pages: it never
  *   grants PROT_EXEC.
  * - ULPT_PERMIT opens the page, single-steps the instruction (TF, then SIGTRAP) and closes it
- *   again. Other threads can reach the page during that one instruction: a limit of mprotect.
+ *   again, with asynchronous signals blocked meanwhile. Other threads can reach the page
+ *   during that one instruction: a limit of mprotect.
  *   ULPT_PERMIT_STEP does the same, and the SIGTRAP handler then makes the after-call.
  * - Faults that are not on a protected page, or not of a denied kind, go to the SIGSEGV (or
  *   SIGTRAP) handler the program had before ulpt_init.
@@ -44,6 +45,11 @@ static __thread struct ulpt_fault step_fault __attribute__((tls_model("initial-e
 static __thread int step_pending __attribute__((tls_model("initial-exec")));
 /* The program had TF set itself (a debugger steps it): the trap is its own too. */
 static __thread int step_own_tf __attribute__((tls_model("initial-exec")));
+/* The thread's signal mask while no step is live: the stepped instruction runs with every
+ * asynchronous signal blocked, so that no signal handler can run between the permit and the
+ * trap (its own faults would take the step's state, and the trap that follows its return
+ * would find none and kill the process). */
+static __thread sigset_t step_mask __attribute__((tls_model("initial-exec")));
 
 static void *zalloc(size_t n)
 {
@@ -96,6 +102,18 @@ static int mp_protect(void *addr, size_t len, unsigned deny)
 	}
 	if (mprotect(addr, len, prot_for(deny)) != 0)
 		return -errno;
+	/* Another thread, or a signal handler on this one, may have changed some of these pages
+	 * between our stores and our mprotect, and made its own mprotect first: such a page gets
+	 * the protection of its rights now, until the table and the page agree (each caller ends
+	 * with a check that its last mprotect matched the table). */
+	for (uintptr_t p = a; p < a + len; p += ULPT_PAGE_SIZE) {
+		unsigned r = deny, now;
+
+		while ((now = rights_of(p)) != r) {
+			r = now;
+			mprotect((void *)p, ULPT_PAGE_SIZE, prot_for(r));
+		}
+	}
 	return 0;
 }
 
@@ -109,17 +127,23 @@ static int mp_protect(void *addr, size_t len, unsigned deny)
  * would kill the process), and SIGSEGV and SIGTRAP themselves too (SA_NODEFER): the handler
  * and the after-call may fault and step again.
  */
-static int install(int sig, void (*fn)(int, siginfo_t *, void *), struct sigaction *old)
+static void async_only(sigset_t *m)
 {
 	static const int sync_sigs[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS };
+
+	sigfillset(m);
+	for (unsigned i = 0; i < sizeof(sync_sigs) / sizeof(sync_sigs[0]); i++)
+		sigdelset(m, sync_sigs[i]);
+}
+
+static int install(int sig, void (*fn)(int, siginfo_t *, void *), struct sigaction *old)
+{
 	struct sigaction sa;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = fn;
 	sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_RESTART;
-	sigfillset(&sa.sa_mask);
-	for (unsigned i = 0; i < sizeof(sync_sigs) / sizeof(sync_sigs[0]); i++)
-		sigdelset(&sa.sa_mask, sync_sigs[i]);
+	async_only(&sa.sa_mask);
 	return sigaction(sig, &sa, old) != 0 ? -errno : 0;
 }
 
@@ -206,8 +230,11 @@ static void on_segv(int sig, siginfo_t *si, void *ucv)
 			ulpt_default_segv_();
 			return;
 		}
-		if (!step_n)
+		if (!step_n) {
 			step_own_tf = (gr[REG_EFL] & RFLAGS_TF) != 0;
+			step_mask = uc->uc_sigmask;     /* given back by on_trap */
+			async_only(&uc->uc_sigmask);
+		}
 		step_page[step_n++] = page;
 		mprotect((void *)page, ULPT_PAGE_SIZE, PROT_READ | PROT_WRITE);
 		gr[REG_EFL] |= RFLAGS_TF;      /* trap after this instruction */
@@ -233,6 +260,7 @@ static void on_trap(int sig, siginfo_t *si, void *ucv)
 	}
 	if (!step_own_tf)
 		uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)RFLAGS_TF;
+	uc->uc_sigmask = step_mask;         /* asynchronous signals wait no longer */
 	if (step_pending) {
 		struct ulpt_fault f = step_fault;
 		ulpt_handler_t handler = __atomic_load_n(&ulpt_lib_.handler, __ATOMIC_ACQUIRE);

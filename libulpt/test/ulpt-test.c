@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -234,6 +235,60 @@ static int t_skip(void)
 	store_known(p);
 	CHECK(h_count == 1 && p[0] == 0 && h_last.ip == (uintptr_t)skip_insn,
 	      "SKIP: the store did not happen and execution went on (%d, %#lx)", h_count, (unsigned long)p[0]);
+	return 0;
+}
+
+/* Signals that arrive while a permitted access is under way: their handler's own permitted
+ * access must not take the step of the access it interrupted. The handler writes a second
+ * denied page (a permit of its own) and then lifts the interrupted access's rights, so that
+ * if the interrupted step were lost the access would complete with nothing left to close it. */
+static volatile uint64_t *sig_a, *sig_b;
+static volatile int sig_stop, sig_hits;
+static pthread_t sig_target;
+
+static void on_rt_permit(int s)
+{
+	(void)s;
+	sig_b[0]++;
+	ulpt_protect((void *)sig_a, 4096, 0);
+	sig_hits++;
+}
+
+static void *rt_sender(void *a)
+{
+	(void)a;
+	while (!sig_stop) {        /* one at a time: a flood would starve the target */
+		int h = sig_hits;
+
+		pthread_kill(sig_target, SIGRTMIN + 3);
+		while (sig_hits == h && !sig_stop)
+			sched_yield();
+	}
+	return NULL;
+}
+
+static int t_permit_signals(void)
+{
+	volatile uint64_t *p = pages(2);
+	struct sigaction sa = { .sa_handler = on_rt_permit };
+	pthread_t t;
+	int i, n = 200000;
+
+	sig_a = p;
+	sig_b = p + 512;
+	CHECK(setup(ULPT_PERMIT) == 0 && ulpt_protect((void *)sig_b, 4096, ULPT_DENY_W) == 0 &&
+	      sigaction(SIGRTMIN + 3, &sa, NULL) == 0, "setup");
+	sig_target = pthread_self();
+	CHECK(pthread_create(&t, NULL, rt_sender, NULL) == 0, "sender");
+	for (i = 0; i < n && sig_hits < 3000; i++) {
+		ulpt_protect((void *)sig_a, 4096, ULPT_DENY_W);
+		sig_a[1] = (uint64_t)i;
+	}
+	sig_stop = 1;
+	pthread_join(t, NULL);
+	CHECK(sig_a[1] == (uint64_t)(i - 1) && sig_hits > 0 && sig_b[0] == (uint64_t)sig_hits,
+	      "every access and every handler's completed (%d accesses, %d signals, %d faults)",
+	      i, sig_hits, h_count);
 	return 0;
 }
 
@@ -968,6 +1023,7 @@ static int t_env_override(void)
 	X(line_word, "ulpt_page_lines: a page's lines from one word (the union of them on mprotect)") \
 	X(retry, "ULPT_RETRY after the handler lifts the rights") \
 	X(permit, "ULPT_PERMIT lets each access through once") \
+	X(permit_signals, "signals whose handlers make permitted accesses arrive amid a permitted access") \
 	X(skip, "ULPT_SKIP continues at next_ip") \
 	X(default, "ULPT_DEFAULT gives the default SIGSEGV") \
 	X(range, "a range across pages") \
