@@ -3,16 +3,17 @@
  * User Level Page Tables: the table through the life of an address space.
  *
  * fork copies the table, so the child starts with its parent's rights and
- * its threads keep their handlers; exec starts the new program without a
- * handler (the new mm has no table); munmap, brk and the source of mremap
- * clear the entries of the range, so that memory mapped there later is not
- * restricted by rights set on what was there before; the table is freed
- * with the address space.
+ * its threads keep their handlers (and their in-handler state); exec
+ * starts the new program without a handler (the new mm has no table);
+ * munmap, brk and the source of mremap clear the entries of the range, so
+ * that memory mapped there later is not restricted by rights set on what
+ * was there before; the table is freed with the address space.
  */
 #include <linux/mm.h>
 #include <linux/mmu_context.h>
 #include <linux/preempt.h>
 #include <linux/sched.h>
+#include <asm/msr.h>
 #include <asm/ulpt.h>
 #include <asm/ulpt_table.h>
 
@@ -37,6 +38,25 @@ int ulpt_dup_mmap(struct mm_struct *oldmm, struct mm_struct *mm)
 		return 0;
 	mm->context.ulpt = ulpt_mm_copy(old);
 	return mm->context.ulpt ? 0 : -ENOMEM;
+}
+
+/*
+ * copy_thread(): a child that is a copy of the calling thread (fork, vfork) is
+ * where the thread is, inside its handler if the thread is, so that its UIRET
+ * returns as the parent's does. The state is in the MSR while the thread runs
+ * (thread.ulpt_status is 0 then, ulpt_load_thread()), as PKRU is. A new
+ * thread sharing the mm starts at its own function: outside any handler.
+ */
+void ulpt_fork_thread(struct task_struct *p, unsigned long clone_flags)
+{
+	p->thread.ulpt_status = 0;
+	if (!cpu_feature_enabled(X86_FEATURE_ULPT) ||
+	    ((clone_flags & CLONE_VM) && !(clone_flags & CLONE_VFORK)))
+		return;
+	preempt_disable();
+	if (this_cpu_read(ulpt_cpu_owner) == current)
+		rdmsrl(MSR_ULPT_STATUS, p->thread.ulpt_status);
+	preempt_enable();
 }
 
 /* arch_unmap(): rights do not outlive the mapping they were set on. */

@@ -182,13 +182,15 @@ static void read8(void *p)
 
 /* --- the user-level handler ---------------------------------------------------------- */
 
-enum { H_PERMIT, H_FAULT, H_FLAGS, H_SIGNAL, H_STEP, H_STEP_SYSCALL, H_SIGWORD };
+enum { H_PERMIT, H_FAULT, H_FLAGS, H_SIGNAL, H_STEP, H_STEP_SYSCALL, H_SIGWORD, H_FORK };
 static int h_count, h_action, usr1_in_handler = -1, h_in_handler_after = -1;
 static uint64_t h_addr, h_info, h_rip;
 static int h_after;			/* after events (ULPT_INFO_STEP) */
 static uint64_t h_after_rip, h_after_seen;
 static void *h_fault_at;
 static sigjmp_buf h_jmp;		/* H_SIGWORD: out of a handler that is no longer one */
+static pid_t h_fork_pid = -1;		/* H_FORK: the child (0 in the child) */
+static int h_fork_in_handler = -1;	/* H_FORK: the child's in-handler state in the handler */
 
 static bool in_handler(void)
 {
@@ -290,6 +292,13 @@ void ulpt_handler(struct ulpt_frame *f)
 		break;
 	case H_STEP:
 		f->info |= ULPT_INFO_STEP;
+		break;
+	case H_FORK:		/* both return with UIRET and complete the access */
+		/* once: the access may come back after the fork's copy-on-write fault */
+		WRITE_ONCE(h_action, H_PERMIT);
+		h_fork_pid = fork();
+		if (h_fork_pid == 0)
+			h_fork_in_handler = in_handler();
 		break;
 	}
 	f->info |= ULPT_INFO_PERMIT;
@@ -808,6 +817,29 @@ static void test_fork(void)
 	      "fork: the child's change did not reach the parent");
 }
 
+/* Lifecycle: fork inside the handler; the child is inside its handler too */
+static void test_fork_in_handler(void)
+{
+	int status = -1, delivered;
+	uint64_t *p;
+
+	setup_handler();
+	p = page();
+	set_entry(p, 1, ULPT_LINE_NW(0));
+	handle(H_FORK);
+	fflush(stdout);
+	WRITE_ONCE(p[1], 0x5a);
+	if (h_fork_pid == 0)
+		_exit(h_fork_in_handler == 1 && READ_ONCE(p[1]) == 0x5a && !in_handler() ? 0 : 1);
+	waitpid(h_fork_pid, &status, 0);
+	check(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "fork in the handler: the child is inside it, and its UIRET completes the access (status %#x)",
+	      status);
+	delivered = READ_ONCE(h_count);
+	check(delivered >= 1 && READ_ONCE(p[1]) == 0x5a && !in_handler(),
+	      "fork in the handler: the parent's access completes too");
+}
+
 /* Lifecycle: execve starts without a table */
 static void test_exec(void)
 {
@@ -1067,6 +1099,7 @@ static const struct ulpt_test ulpt_tests[] = {
 	ULPT_TEST(sigframe_word, false),
 	ULPT_TEST(frame_overflow, false),
 	ULPT_TEST(fork, false),
+	ULPT_TEST(fork_in_handler, false),
 	ULPT_TEST(exec, false),
 	ULPT_TEST(munmap, false),
 	ULPT_TEST(mremap_view, false),
