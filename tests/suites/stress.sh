@@ -32,14 +32,8 @@ hsecs=${STRESS_HEAP_SECONDS:-$((secs / 2))}
 nforks=${STRESS_FORKS:-100}
 d=$top/build/watchlib/test/stress
 rm -rf "$d" && mkdir -p "$d/logs" || exit 1
-buf=$d/tap
-: > "$buf"
-i=0 fails=0
-emit() { printf '%s\n' "$*" >> "$buf"; }
-ok() {
-  i=$((i + 1))
-  if [ "$1" = 0 ]; then emit "ok $i - $2"; else emit "not ok $i - $2"; fails=$((fails + 1)); fi
-}
+. "$top/tests/lib/tap-checks.sh"
+tap_checks_begin "$d/tap"
 
 # In the guest: each run's stdout, stderr, status and wall time (NAME.out, .err, .rc, .secs).
 cat > "$d/guest.sh" <<EOF
@@ -67,7 +61,7 @@ EOF
 "$run" --share "$d" --smp 2 --timeout $((secs * 2 + hsecs * 2 + nforks * 2 + 900)) -- sh "$d/guest.sh" \
   > "$d/guest.log" 2>&1
 grc=$?
-[ "$grc" = 0 ] || emit "# the guest run exited with status $grc: $(tail -c 300 "$d/guest.log" | tr '\n' ' ')"
+[ "$grc" = 0 ] || tap_note "# the guest run exited with status $grc: $(tail -c 300 "$d/guest.log" | tr '\n' ' ')"
 
 # check NAME DESCRIPTION EXPR...: every Python expression holds for run NAME (py below).
 check() {
@@ -75,8 +69,7 @@ check() {
   shift 2
   msg=$(python3 "$d/check.py" "$d" "$name" "$@" 2>&1)
   s=$?
-  ok $s "$desc"
-  [ -n "$msg" ] && emit "$(printf '%s\n' "$msg" | sed 's/^/# /')"
+  tap_check $s "$desc" "$msg"
 }
 cat > "$d/check.py" <<'EOF'
 # check.py DIR NAME EXPR...: the names the expressions use: rc, out, err, j (the JSON report),
@@ -198,7 +191,7 @@ check maps-mprotect "maps: the same on the mprotect backend: one line saying blo
   "len(lines) == 1 and 'max_map_count' in lines[0]" "E == []"
 
 # The figures (make stress prints them).
-python3 - "$d" >> "$buf" <<'EOF' || emit "# (no figures)"
+python3 - "$d" > "$d/figures" <<'EOF' && tap_note "$(cat "$d/figures")" || tap_note "# (no figures)"
 import json, re, sys
 d = sys.argv[1]
 for n in ('check', 'heap', 'forks'):
@@ -231,6 +224,5 @@ for n in ('check', 'heap', 'forks'):
                  (j.get('handler_ns') or 0) / 1e6))
 EOF
 
-echo "1..$i"
-cat "$buf"
-[ "$fails" = 0 ]
+tap_checks_end
+[ "$tap_fails" = 0 ]

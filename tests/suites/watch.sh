@@ -44,14 +44,8 @@ api=$top/build/watchlib/test/wl-api
 agent=$top/build/watchlib/libulpt-watch-agent.so
 d=$top/build/watchlib/test/suite
 rm -rf "$d" && mkdir -p "$d/host" "$d/guest" || exit 1
-buf=$d/tap
-: > "$buf"
-i=0 fails=0
-emit() { printf '%s\n' "$*" >> "$buf"; }
-ok() {
-  i=$((i + 1))
-  if [ "$1" = 0 ]; then emit "ok $i - $2"; else emit "not ok $i - $2"; fails=$((fails + 1)); fi
-}
+. "$top/tests/lib/tap-checks.sh"
+tap_checks_begin "$d/tap"
 
 # A copy of counts built without PIE, for -w 0xADDR:LEN.
 nopie=$d/counts-nopie
@@ -207,7 +201,7 @@ timeout -k 5 120 "$api" mprotect > "$d/host/wl-api.tap" 2>&1
 echo $? > "$d/host/wl-api.rc"
 wait $guest
 grc=$?
-[ "$grc" = 0 ] || emit "# the guest run exited with status $grc: $(tail -c 300 "$d/guest.log" | tr '\n' ' ')"
+[ "$grc" = 0 ] || tap_note "# the guest run exited with status $grc: $(tail -c 300 "$d/guest.log" | tr '\n' ' ')"
 
 # Each run's expectations: watchlib/test/expected/NAME.exp, or NAME.host.exp and
 # NAME.guest.exp where the environments differ (a run with only one of them is that
@@ -225,8 +219,7 @@ for env in host guest; do
     else continue; fi
     msg=$(python3 "$top/watchlib/test/expect.py" "$d/$env/$name" "$f" BACKEND="$be" ADDR="$addr" 2>&1)
     s=$?
-    ok $s "$env: $(head -n1 "$f" | sed 's/^# //')"
-    [ -n "$msg" ] && emit "$(printf '%s\n' "$msg" | sed 's/^/# /')"
+    tap_check $s "$env: $(head -n1 "$f" | sed 's/^# //')" "$msg"
   done
   # Every run has its expectations (wl-api's TAP is a stream of its own, below).
   for rcf in "$d/$env"/*.rc; do
@@ -234,21 +227,20 @@ for env in host guest; do
     name=$(basename "$rcf" .rc)
     [ "$name" = wl-api ] && continue
     [ -f "$exp/$name.$env.exp" ] || [ -f "$exp/$name.exp" ] ||
-      ok 1 "$env: the run $name has no expectation file in watchlib/test/expected"
+      tap_check 1 "$env: the run $name has no expectation file in watchlib/test/expected"
   done
 done
 
-echo "1..$i"
-cat "$buf"
+tap_checks_end
 # wl-api's runs (saved with their exit status) and cli.sh: sub-streams (tests/lib/tap-sub.sh)
 # that tests/tap-run checks and merges, apart from this suite's own plan above.
 . "$top/tests/lib/tap-sub.sh"
 replay() { # NAME TAPFILE RCFILE
-  tap_sub "$1" sh -c 'cat "$1" 2>/dev/null; rc=$(cat "$2" 2>/dev/null); exit "${rc:-125}"' _ "$2" "$3" || fails=$((fails + 1))
+  tap_sub "$1" sh -c 'cat "$1" 2>/dev/null; rc=$(cat "$2" 2>/dev/null); exit "${rc:-125}"' _ "$2" "$3" || tap_fails=$((tap_fails + 1))
 }
 replay "wl-api mprotect (host)" "$d/host/wl-api.tap" "$d/host/wl-api.rc"
 replay "wl-api ulpt (guest)" "$d/guest/wl-api.tap" "$d/guest/wl-api.rc"
 if [ -f "$top/watchlib/test/cli.sh" ]; then
-  tap_sub cli.sh sh -c 'cd "$1" && bash watchlib/test/cli.sh build/watchlib/ulpt-watch' _ "$top" || fails=$((fails + 1))
+  tap_sub cli.sh sh -c 'cd "$1" && bash watchlib/test/cli.sh build/watchlib/ulpt-watch' _ "$top" || tap_fails=$((tap_fails + 1))
 fi
-[ "$fails" = 0 ]
+[ "$tap_fails" = 0 ]
