@@ -1778,6 +1778,10 @@ int main(int argc, char **argv)
         printf("# ulpt-fuzz --seed %llu (rerun a sequence: --seed %llu --seq N)%s\n",
                (unsigned long long)seed0, (unsigned long long)seed0, nodev ? "; no ULPT: every call ENODEV" : "");
         snprintf(start_mark, sizeof(start_mark), "ulpt-fuzz: start %llu", (unsigned long long)seed0);
+        /* What boot logged is not ours ("RCU lockdep checking is enabled"): the log starts
+           empty, so that the check below is of this run's lines also when the mark is lost
+           (writes to /dev/kmsg are rate-limited: a debug-kernel run once found no mark). */
+        klogctl(5 /* SYSLOG_ACTION_CLEAR */, NULL, 0);
         int fd = open("/dev/kmsg", O_WRONLY);
         if (fd >= 0) {
             if (write(fd, start_mark, strlen(start_mark)) < 0) { }

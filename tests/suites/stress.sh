@@ -163,10 +163,10 @@ check heap "heap: the allocations counted are exactly the program's, plus libc's
   "exec(open(d + '/heapcalc.py').read()) or True" \
   "c0['handler_allocs'] == 0 or a0 >= 0" \
   "0 <= n <= c['handler_allocs']"
-check heap "heap: the reads counted are exactly the program's, plus libc's own and those handler calls'; the writes within 8 of that (libc's own share varies by a few between runs)" \
+check heap "heap: the reads counted are exactly the program's, plus libc's own and those handler calls'; the writes within 8 of that (libc's own share varies by a few between runs), plus at most one write delivered again per thread and fork (a write permitted as another thread forks is delivered again after the copy-on-write fault ends its permit, docs/spec.md R-RET-2: a 90-second run with 52 forks counted 9 more)" \
   "exec(open(d + '/heapcalc.py').read()) or True" \
   "h['reads'] == c['reads'] + libc_r + n * rd" \
-  "abs(h['writes'] - (c['writes'] + libc_w + n * w)) <= 8"
+  "-8 <= h['writes'] - (c['writes'] + libc_w + n * w) <= 8 + c['forks'] * c['threads']"
 check heapnf "heap: without forks, the --heap=rw run's allocations and reads counted are exactly the program's, plus libc's own and those handler calls'; the writes within 8 of that" \
   "rc == 0 and 'stress: ok' in out and c['forks'] == 0" \
   "exec(open(d + '/heapcalc.py').read()) or True" \
