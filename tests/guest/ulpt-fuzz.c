@@ -1623,6 +1623,7 @@ static void t_fuzz(void)
 }
 
 static int klog_read(char **out);
+static int kasan;                   /* the kernel has KASAN (boot said so, before the log was cleared) */
 static long mem_total_kb(void)
 {
     char line[256];
@@ -1648,10 +1649,8 @@ static void t_memory(void)
     }
     /* KASAN's quarantine keeps up to 1/32 of memory in freed slab objects (not table pages) */
     long slack = 4096;
-    char *log = NULL;
-    if (klog_read(&log) > 0 && strstr(log, "KernelAddressSanitizer initialized"))
+    if (kasan)
         slack += mem_total_kb() / 32;
-    free(log);
     tap_ok(after >= mem_before - slack,
            "table memory came back: %ld kB of tables at the processes' exits, free memory %ld -> %ld kB (slack %ld kB)",
            sh->table_kb, mem_before, after, slack);
@@ -1781,6 +1780,9 @@ int main(int argc, char **argv)
         /* What boot logged is not ours ("RCU lockdep checking is enabled"): the log starts
            empty, so that the check below is of this run's lines also when the mark is lost
            (writes to /dev/kmsg are rate-limited: a debug-kernel run once found no mark). */
+        char *boot = NULL;
+        kasan = klog_read(&boot) > 0 && strstr(boot, "KernelAddressSanitizer initialized");
+        free(boot);
         klogctl(5 /* SYSLOG_ACTION_CLEAR */, NULL, 0);
         int fd = open("/dev/kmsg", O_WRONLY);
         if (fd >= 0) {
