@@ -7,6 +7,7 @@
 #define ULPT_HANDLER_H
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #define ULPT_HANDLER_ENTRY(entry, handler)                                                   \
     void entry(void);                                                                        \
@@ -18,18 +19,22 @@
         "pop %r11\npop %r10\npop %r9\npop %r8\npop %rdi\npop %rsi\npop %rdx\npop %rcx\npop %rax\n" \
         ".byte 0xf3, 0x0f, 0x01, 0xec\n")
 
-/* Free memory in kB from /proc/meminfo, or -1 (for leak checks). */
-static inline long ulpt_mem_free_kb(void)
+/* A /proc/meminfo field in kB ("MemFree", "MemTotal"), or -1. */
+static inline long ulpt_meminfo_kb(const char *field)
 {
     char line[256];
     long v = -1;
+    size_t n = strlen(field);
     FILE *f = fopen("/proc/meminfo", "r");
 
     while (f && fgets(line, sizeof(line), f))
-        if (sscanf(line, "MemFree: %ld kB", &v) == 1)
+        if (!strncmp(line, field, n) && line[n] == ':' && sscanf(line + n + 1, "%ld", &v) == 1)
             break;
     if (f)
         fclose(f);
     return v;
 }
+
+/* Free memory in kB, or -1 (for leak checks). */
+static inline long ulpt_mem_free_kb(void) { return ulpt_meminfo_kb("MemFree"); }
 #endif

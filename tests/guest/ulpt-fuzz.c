@@ -1624,19 +1624,6 @@ static void t_fuzz(void)
 
 static int klog_read(char **out);
 static int kasan;                   /* the kernel has KASAN (boot said so, before the log was cleared) */
-static long mem_total_kb(void)
-{
-    char line[256];
-    long v = 0;
-    FILE *f = fopen("/proc/meminfo", "r");
-    while (f && fgets(line, sizeof(line), f))
-        if (sscanf(line, "MemTotal: %ld kB", &v) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return v;
-}
-
 static void t_memory(void)
 {
     /* free memory settles: the kernel frees tables at the last mmput, RCU may lag */
@@ -1650,7 +1637,7 @@ static void t_memory(void)
     /* KASAN's quarantine keeps up to 1/32 of memory in freed slab objects (not table pages) */
     long slack = 4096;
     if (kasan)
-        slack += mem_total_kb() / 32;
+        slack += ulpt_meminfo_kb("MemTotal") / 32;
     tap_ok(after >= mem_before - slack,
            "table memory came back: %ld kB of tables at the processes' exits, free memory %ld -> %ld kB (slack %ld kB)",
            sh->table_kb, mem_before, after, slack);
