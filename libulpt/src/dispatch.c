@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <ulpt/arch.h>
@@ -24,9 +25,15 @@ static void forget_tid(void)
 	tid_cache = 0;
 }
 
+static pthread_key_t recs_key;         /* a thread's records (below): freed at its exit */
+static void recs_free(void *p);
+static void pool_init(void);
+
 static void register_forget(void)
 {
 	pthread_atfork(NULL, NULL, forget_tid);
+	pthread_key_create(&recs_key, recs_free);
+	pool_init();
 }
 
 /*
@@ -82,7 +89,6 @@ struct step {
 	struct ulpt_fault rec;      /* for the after-call */
 	uintptr_t addr, start;      /* of the frame UIRET last read for it: the after event's */
 };
-static __thread struct step steps[MAX_STEPS] __attribute__((tls_model("initial-exec")));
 static __thread unsigned step_live __attribute__((tls_model("initial-exec")));   /* bit per step */
 
 /*
@@ -90,21 +96,115 @@ static __thread unsigned step_live __attribute__((tls_model("initial-exec")));  
  * between a decision and its UIRET may fault and step too, and the after event tells which
  * request it ends by the access words it carries.
  */
+/*
+ * After-calls run in ulpt_after_tramp_ (entry.S), after the UIRET of the after event: outside
+ * the ULPT handler, so that faults inside them are delivered (watchlib and the agent read and
+ * report there), with the full register state saved. Their records wait in afters, last in
+ * first out: one that a signal handler or the after-call itself starts meanwhile ends first.
+ */
+#define MAX_AFTERS 8
+#define RFLAGS_TF 0x100ull
+static __thread unsigned after_depth __attribute__((tls_model("initial-exec")));
+
+/*
+ * The records of a thread's steps and after-calls: in static TLS they would be most of the
+ * 2 KiB that kept the library out of a running program (dlopen finds some 1.6 KiB of static
+ * TLS room there, and ulpt-gdb -p loads the agent so). A thread takes a set from a pool at
+ * its first ULPT_PERMIT_STEP and gives it back at its exit (pthread key destructor). The pool
+ * is address space reserved at ulpt_init and committed as touched, and taking from it makes
+ * no system call: one in the handler would end a debugger's single step there (see above).
+ * Free sets form a lock-free stack of indices, tagged against ABA: a signal handler on top of
+ * a taking thread may take one too.
+ */
+#define MAX_RECS 65536u         /* threads with records at once */
+struct records {
+	struct step steps[MAX_STEPS];
+	struct {
+		struct ulpt_fault rec;
+		uint64_t rflags;    /* the program's, restored after the call */
+	} afters[MAX_AFTERS];
+	uint32_t next;              /* free: the next free set's index + 1, or 0 */
+};
+static __thread struct records *recs __attribute__((tls_model("initial-exec")));
+static struct records *pool;
+static uint64_t pool_free;      /* tag << 32 | (index + 1) of the first free set, or tag << 32 */
+static uint32_t pool_top;       /* sets below it have been handed out */
+
+static void pool_init(void)
+{
+	void *p = mmap(NULL, MAX_RECS * sizeof(struct records), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	if (p != MAP_FAILED)
+		pool = p;
+}
+
+static void recs_free(void *p)
+{
+	struct records *r = p;
+	uint64_t h = __atomic_load_n(&pool_free, __ATOMIC_ACQUIRE);
+
+	recs = NULL;
+	step_live = 0;              /* none can be live at a thread's exit: never a stale one */
+	after_depth = 0;
+	do
+		__atomic_store_n(&r->next, (uint32_t)h, __ATOMIC_RELAXED);
+	while (!__atomic_compare_exchange_n(&pool_free, &h,
+					    ((h >> 32) + 1) << 32 | (uint32_t)(r - pool + 1), 1,
+					    __ATOMIC_RELEASE, __ATOMIC_ACQUIRE));
+}
+
+/* This thread's records, taken if need be; NULL if the pool has none. */
+static struct records *recs_get(void)
+{
+	struct records *r = recs;
+	uint64_t h;
+	uint32_t i;
+
+	if (__builtin_expect(r != NULL, 1))
+		return r;
+	if (!pool)
+		return NULL;
+	h = __atomic_load_n(&pool_free, __ATOMIC_ACQUIRE);
+	while ((uint32_t)h) {
+		uint32_t next = __atomic_load_n(&pool[(uint32_t)h - 1].next, __ATOMIC_RELAXED);
+
+		if (__atomic_compare_exchange_n(&pool_free, &h, ((h >> 32) + 1) << 32 | next, 1,
+						__ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE)) {
+			r = &pool[(uint32_t)h - 1];
+			break;
+		}
+	}
+	if (!r) {
+		i = __atomic_fetch_add(&pool_top, 1, __ATOMIC_RELAXED);
+		if (i >= MAX_RECS)
+			return NULL;
+		r = &pool[i];
+	}
+	recs = r;
+	pthread_setspecific(recs_key, r);
+	return r;
+}
+
 static int step_find_ip(uintptr_t ip)
 {
 	for (int i = 0; i < MAX_STEPS; i++)
-		if ((step_live >> i & 1) && steps[i].rec.ip == ip)
+		if ((step_live >> i & 1) && recs->steps[i].rec.ip == ip)
 			return i;
 	return -1;
 }
 
+/* Request i for f, or -1 without memory for the records. */
 static int step_add(const struct ulpt_fault *f)
 {
-	int i = step_find_ip(f->ip);
+	int i;
 
+	if (!recs_get())
+		return -1;
+	i = step_find_ip(f->ip);
 	if (i < 0)
 		i = step_live == (1u << MAX_STEPS) - 1 ? 0 : __builtin_ctz(~step_live);
-	steps[i].rec = *f;
+	recs->steps[i].rec = *f;
 	step_live |= 1u << i;
 	return i;
 }
@@ -112,23 +212,9 @@ static int step_add(const struct ulpt_fault *f)
 /* The frame going back to UIRET with STEP for request i: the after event will carry it. */
 static void step_key(int i, const uint64_t *frame)
 {
-	steps[i].addr = frame[ULPT_FRAME_ADDR];
-	steps[i].start = frame[ULPT_FRAME_START];
+	recs->steps[i].addr = frame[ULPT_FRAME_ADDR];
+	recs->steps[i].start = frame[ULPT_FRAME_START];
 }
-
-/*
- * After-calls run in ulpt_after_tramp_ (entry.S), after the UIRET of the after event: outside
- * the ULPT handler, so that faults inside them are delivered (watchlib and the agent read and
- * report there), with the full register state saved. Their records wait here, last in first
- * out: one that a signal handler or the after-call itself starts meanwhile ends first.
- */
-#define MAX_AFTERS 8
-#define RFLAGS_TF 0x100ull
-static __thread struct {
-	struct ulpt_fault rec;
-	uint64_t rflags;            /* the program's, restored after the call */
-} afters[MAX_AFTERS] __attribute__((tls_model("initial-exec")));
-static __thread unsigned after_depth __attribute__((tls_model("initial-exec")));
 void ulpt_after_tramp_(void) HIDDEN;
 
 /* Below the program's red zone; with ULPT_STKADJ 128 (Linux's) this is the frame's start
@@ -139,8 +225,8 @@ void ulpt_after_run_(uint64_t *rflags_slot) HIDDEN;
 void ulpt_after_run_(uint64_t *rflags_slot)
 {
 	unsigned d = after_depth - 1;
-	struct ulpt_fault f = afters[d].rec;
-	uint64_t rflags = afters[d].rflags;
+	struct ulpt_fault f = recs->afters[d].rec;
+	uint64_t rflags = recs->afters[d].rflags;
 	ulpt_handler_t handler = __atomic_load_n(&ulpt_lib_.handler, __ATOMIC_ACQUIRE);
 	int saved_errno = *errno_ptr;
 
@@ -163,20 +249,20 @@ static void after_event(uint64_t *frame, ulpt_handler_t handler)
 	int i;
 
 	for (i = 0; i < MAX_STEPS; i++)
-		if ((step_live >> i & 1) && steps[i].addr == frame[ULPT_FRAME_ADDR] &&
-		    steps[i].start == frame[ULPT_FRAME_START])
+		if ((step_live >> i & 1) && recs->steps[i].addr == frame[ULPT_FRAME_ADDR] &&
+		    recs->steps[i].start == frame[ULPT_FRAME_START])
 			break;
 	if (i == MAX_STEPS || !handler)
 		return;                     /* not a request of this library, or no handler now */
-	f = steps[i].rec;
+	f = recs->steps[i].rec;
 	step_live &= ~(1u << i);
 	f.after = 1;
 	if (after_depth == MAX_AFTERS) {
 		handler(&f, ulpt_lib_.handler_arg);     /* nested too deep: here, as a last resort */
 		return;
 	}
-	afters[after_depth].rec = f;
-	afters[after_depth].rflags = frame[ULPT_FRAME_RFLAGS];
+	recs->afters[after_depth].rec = f;
+	recs->afters[after_depth].rflags = frame[ULPT_FRAME_RFLAGS];
 	after_depth++;
 	*(uint64_t *)(rsp - TRAMP_SLOT) = frame[ULPT_FRAME_RIP];
 	frame[ULPT_FRAME_RSP] = rsp - TRAMP_SLOT;
@@ -238,10 +324,17 @@ void ulpt_dispatch_(uint64_t *frame)
 			step_live &= ~(1u << stepping);
 		frame[ULPT_FRAME_RIP] = f.next_ip;
 		break;
-	case ULPT_PERMIT_STEP:
-		step_key(step_add(&f), frame);
+	case ULPT_PERMIT_STEP: {
+		int i = step_add(&f);
+
+		if (i < 0) {
+			ulpt_default_segv_();       /* no memory for the after-call's record */
+			break;
+		}
+		step_key(i, frame);
 		frame[ULPT_FRAME_INFO] = info | ULPT_INFO_PERMIT | ULPT_INFO_STEP;
 		break;
+	}
 	default:
 		ulpt_default_segv_();
 	}

@@ -69,6 +69,7 @@ class State:
         self.ready_bp = None
         self.checked_pid = 0        # the process whose agent was found ready (agent_watch)
         self.last_reports = None
+        self.loading = False        # load_agent's dlopen is under way
         # Breakpoints of ours to delete once GDB is done with them: not in their stop(), nor
         # by gdb.post_event, whose pending calls crash GDB at its exit.
         self.done = []
@@ -102,14 +103,17 @@ def load_agent():
     if not path:
         raise gdb.GdbError("ulpt: the ulpt-watch agent is not in this program, and "
                            "ULPT_GDB_AGENT does not name it")
+    S.loading = True        # its start's ulpt_gdb_ready is inside this call: no stop there
     try:
         h = int(gdb.parse_and_eval('((void *(*)(const char *, int)) dlopen)("%s", 2)' % path))
         why = "" if h else gdb.parse_and_eval("((char *(*)(void)) dlerror)()").string()
     except gdb.error as e:
         raise gdb.GdbError("ulpt: cannot load the agent into the program: %s" % e)
+    finally:
+        S.loading = False
     if not h or not agent_loaded():
-        # Its per-thread state is static TLS, which a running program may have no room for:
-        # then only a program started with the agent (LD_PRELOAD) can take ulpt watchpoints.
+        # Its per-thread state (about 1.1 KiB) is static TLS, which a running program may
+        # have used up: then only a program started with the agent (LD_PRELOAD) can watch.
         raise gdb.GdbError("ulpt: cannot load the agent into the program (%s); start it with "
                            "LD_PRELOAD=%s" % (why or "no agent after dlopen", path))
 
@@ -419,7 +423,7 @@ class ReadyBreakpoint(gdb.Breakpoint):
         self.silent = True
 
     def stop(self):
-        if not any(w.enabled and w.agent_id is None for w in S.watches.values()):
+        if S.loading or not any(w.enabled and w.agent_id is None for w in S.watches.values()):
             return False
         self.commands = "python gdb.ulpt_gdb_apply()\ncontinue"
         return True
