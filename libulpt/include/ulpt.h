@@ -66,10 +66,12 @@ enum ulpt_action {
  * - ULPT backend: the CPU delivers an after event once the instruction has completed
  *   (docs/spec.md R-RET-4), with no signal, TF or kernel entry; the after-call runs once the
  *   handler has returned, with every register saved and faults delivered as usual (as in a
- *   signal handler); the program's own TF (a debugger) is left alone. mprotect backend: the instruction
- *   is single-stepped with RFLAGS.TF and the after-call runs in the library's SIGTRAP handler,
- *   so it must be async-signal-safe there. In every call the handler must not touch memory
- *   whose rights it denies;
+ *   signal handler); the program's own TF (a debugger) is left alone. mprotect backend: the
+ *   instruction runs out of line (a copy in a trampoline of the thread's, followed by a read of
+ *   a guard page; calls and returns are done on the context; other control transfers, or
+ *   without capstone, it is single-stepped with RFLAGS.TF), and the after-call runs in the
+ *   library's SIGSEGV (or SIGTRAP) handler, so it must be async-signal-safe there. In every
+ *   call the handler must not touch memory whose rights it denies;
  * - an instruction that faults again before it completes (a read-modify-write denied for read
  *   and for write) calls the handler for each fault as usual; the after-call happens once, with
  *   the record of the last fault whose decision was ULPT_PERMIT_STEP (a later plain ULPT_PERMIT
@@ -90,10 +92,11 @@ struct ulpt_fault {
 	                       { the page's denied rights, 0 } */
 	pid_t tid;          /* the faulting thread */
 	uintptr_t next_ip;  /* ULPT_SKIP: where to continue (the handler sets it); in the
-	                       after-call on the ULPT backend: where the program goes on */
+	                       after-call: where the program goes on */
 	int after;          /* 1 in the second call after ULPT_PERMIT_STEP, else 0 */
-	uint64_t rflags;    /* after-call, ULPT backend: the program's RFLAGS as it goes on (TF
-	                       set: a debugger single-steps it); the handler may clear TF; else 0 */
+	uint64_t rflags;    /* after-call: the program's RFLAGS as it goes on (TF set: a debugger
+	                       single-steps it); the handler may clear TF. mprotect backend, first
+	                       call: its RFLAGS at the fault. Else 0 */
 };
 
 typedef enum ulpt_action (*ulpt_handler_t)(struct ulpt_fault *fault, void *arg);

@@ -37,6 +37,15 @@ int ulpt_mprotect_init_(void) HIDDEN;
 void ulpt_default_segv_(void) HIDDEN;
 void ulpt_tid_init_(void) HIDDEN;       /* dispatch.c: at ulpt_init */
 
+/* ool.c: the mprotect backend's out-of-line steps. */
+int ulpt_ool_init_(void) HIDDEN;
+#define ULPT_OOL_DONE 1ul
+uintptr_t ulpt_ool_prepare_(uintptr_t ip, void *uc) HIDDEN;
+uintptr_t ulpt_ool_done_(uintptr_t rip, uintptr_t addr) HIDDEN;
+uintptr_t ulpt_ool_program_ip_(uintptr_t rip) HIDDEN;
+void ulpt_ool_cancel_(void *uc) HIDDEN;
+uintptr_t ulpt_ool_jump_(void) HIDDEN;
+
 
 /*
  * The action the library chains to for a signal it handles (SIGSEGV and SIGTRAP on mprotect;

@@ -18,7 +18,9 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -50,6 +52,9 @@ static __thread int step_own_tf __attribute__((tls_model("initial-exec")));
  * trap (its own faults would take the step's state, and the trap that follows its return
  * would find none and kill the process). */
 static __thread sigset_t step_mask __attribute__((tls_model("initial-exec")));
+/* The step runs out of line (ool.c: a guard read ends it), not with TF. */
+static __thread int step_ool __attribute__((tls_model("initial-exec")));
+static int ool_ready;           /* ulpt_ool_init_ succeeded: capstone is there */
 
 static void *zalloc(size_t n)
 {
@@ -76,10 +81,23 @@ static unsigned char *slot(uintptr_t page_nr, int alloc)
 	return &l3[page_nr & ((1u << L3_BITS) - 1)];
 }
 
-static unsigned rights_of(uintptr_t addr)
+/*
+ * A page's byte: its denied rights, or LIFTING while mp_protect takes its last rights away
+ * (the table first, the page's protection after): a fault on it then is the library's, not
+ * the program's (its own thread may fault there, the call to mprotect pushing onto a watched
+ * stack page), and the page gets its new protection at once.
+ */
+#define LIFTING 0x80u
+
+static unsigned slot_of(uintptr_t addr)
 {
 	unsigned char *s = slot(addr >> 12, 0);
 	return s ? __atomic_load_n(s, __ATOMIC_RELAXED) : 0;
+}
+
+static unsigned rights_of(uintptr_t addr)
+{
+	return slot_of(addr) & ~LIFTING;
 }
 
 static int prot_for(unsigned deny)
@@ -98,7 +116,7 @@ static int mp_protect(void *addr, size_t len, unsigned deny)
 		unsigned char *s = slot(p >> 12, 1);
 		if (!s)
 			return -ENOMEM;
-		__atomic_store_n(s, (unsigned char)deny, __ATOMIC_RELEASE);
+		__atomic_store_n(s, (unsigned char)(deny ? deny : LIFTING), __ATOMIC_RELEASE);
 	}
 	if (mprotect(addr, len, prot_for(deny)) != 0)
 		return -errno;
@@ -112,6 +130,10 @@ static int mp_protect(void *addr, size_t len, unsigned deny)
 		while ((now = rights_of(p)) != r) {
 			r = now;
 			mprotect((void *)p, ULPT_PAGE_SIZE, prot_for(r));
+		}
+		if (!deny) {    /* lifted: its faults are the program's again */
+			unsigned char *sl = slot(p >> 12, 0), l = LIFTING;
+			__atomic_compare_exchange_n(sl, &l, 0, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 		}
 	}
 	return 0;
@@ -142,7 +164,7 @@ static int install(int sig, void (*fn)(int, siginfo_t *, void *), struct sigacti
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = fn;
-	sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_RESTART;
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_RESTART | SA_ONSTACK;
 	async_only(&sa.sa_mask);
 	return sigaction(sig, &sa, old) != 0 ? -errno : 0;
 }
@@ -153,10 +175,23 @@ static int install(int sig, void (*fn)(int, siginfo_t *, void *), struct sigacti
  * without libulpt: a fault the CPU raised is made again (the core shows the instruction),
  * anything else is raised again. SIG_IGN ignores it.
  */
+/*
+ * Every signal the library passes on to the program comes through here first: a debugger's
+ * breakpoint here sees the program's own faults, which it cannot tell from the library's by
+ * the signal alone (ulpt-gdb reports them as GDB reports a signal).
+ */
+void ulpt_signal_passed_(int sig, siginfo_t *si, void *uc) HIDDEN;
+__attribute__((noinline, used)) void ulpt_signal_passed_(int sig, siginfo_t *si, void *uc)
+{
+	__asm__ volatile("" : : "D"(sig), "S"(si), "d"(uc) : "memory");
+}
+
 static void chain(const struct sigaction *old, int sig, siginfo_t *si, void *ucv)
 {
 	ucontext_t *uc = ucv;
 	sigset_t m;
+
+	ulpt_signal_passed_(sig, si, ucv);
 
 	if (!(old->sa_flags & SA_SIGINFO) && old->sa_handler == SIG_IGN)
 		return;
@@ -185,6 +220,96 @@ static void chain(const struct sigaction *old, int sig, siginfo_t *si, void *ucv
 		old->sa_handler(sig);
 }
 
+/* Closes the pages opened for this thread's step with their current rights. */
+static void close_pages(void)
+{
+	while (step_n) {
+		uintptr_t page = step_page[--step_n];
+		mprotect((void *)page, ULPT_PAGE_SIZE, prot_for(rights_of(page)));
+	}
+}
+
+/* The after-call of ULPT_PERMIT_STEP, if one is due, for an instruction that went on to
+ * next_ip with the flags *rflags (the handler may clear TF there). */
+static void after_call(uintptr_t next_ip, greg_t *rflags)
+{
+	struct ulpt_fault f = step_fault;
+	ulpt_handler_t handler = __atomic_load_n(&ulpt_lib_.handler, __ATOMIC_ACQUIRE);
+	int was = in_handler;
+
+	if (!step_pending)
+		return;
+	step_pending = 0;
+	f.after = 1;
+	f.next_ip = next_ip;
+	f.rflags = (uint64_t)*rflags;
+	if (handler) {
+		in_handler = 1;
+		handler(&f, ulpt_lib_.handler_arg);
+		in_handler = was;
+	}
+	if (!(f.rflags & RFLAGS_TF))
+		*rflags &= ~(greg_t)RFLAGS_TF;
+}
+
+/* The process is being traced (a debugger attached): /proc/self/status's TracerPid. */
+static int traced(void)
+{
+	char buf[1024];
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	const char *t;
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	t = strstr(buf, "\nTracerPid:");
+	return t && strtol(t + 11, NULL, 10) != 0;
+}
+
+/* The out-of-line instruction is done (its guard read faulted): the pages close, the program
+ * goes on at next_ip with its own TF (a debugger's step) and its signal mask back. */
+static void ool_end(ucontext_t *uc, uintptr_t next_ip)
+{
+	greg_t *gr = uc->uc_mcontext.gregs;
+
+	close_pages();
+	step_ool = 0;
+	gr[REG_RIP] = (greg_t)next_ip;
+	if (step_own_tf)
+		gr[REG_EFL] |= RFLAGS_TF;
+	step_own_tf = 0;
+	uc->uc_sigmask = step_mask;
+	after_call(next_ip, &gr[REG_EFL]);
+	if (!(gr[REG_EFL] & RFLAGS_TF))
+		return;
+	/* TF still set. A debugger's single step (ptrace) went into this signal handler, and
+	 * the debugger waits for its return to the instruction (GDB puts a breakpoint there):
+	 * it is done, and a trap further on would be one the debugger did not ask for, so the
+	 * program goes on without it. The program's own TF: its trap comes at next_ip, through
+	 * a jump there, as after the instruction in place. */
+	if (traced())
+		gr[REG_EFL] &= ~(greg_t)RFLAGS_TF;
+	else
+		gr[REG_RIP] = (greg_t)ulpt_ool_jump_();
+}
+
+/* The out-of-line instruction did not complete (a fault that is not the library's, or
+ * ULPT_SKIP): back to the program's instruction, as if it had faulted there. */
+static void ool_cancel(ucontext_t *uc)
+{
+	ulpt_ool_cancel_(uc);
+	close_pages();
+	step_ool = 0;
+	step_pending = 0;
+	if (step_own_tf)
+		uc->uc_mcontext.gregs[REG_EFL] |= RFLAGS_TF;
+	step_own_tf = 0;
+	uc->uc_sigmask = step_mask;
+}
+
 static void on_segv(int sig, siginfo_t *si, void *ucv)
 {
 	ucontext_t *uc = ucv;
@@ -195,8 +320,28 @@ static void on_segv(int sig, siginfo_t *si, void *ucv)
 	ulpt_handler_t handler = __atomic_load_n(&ulpt_lib_.handler, __ATOMIC_ACQUIRE);
 	enum ulpt_action act;
 	int saved_errno = errno;
+	uintptr_t ip = (uintptr_t)gr[REG_RIP];
 
+	if (step_ool && step_n) {
+		uintptr_t next = ulpt_ool_done_(ip, addr);
+
+		if (next) {
+			ool_end(uc, next);
+			errno = saved_errno;
+			return;
+		}
+		ip = ulpt_ool_program_ip_(ip);  /* the instruction faulted again, out of line */
+	}
+	if (!deny && si->si_code == SEGV_ACCERR && addr < ULPT_VA_LIMIT_ && (slot_of(addr) & LIFTING)) {
+		/* A page whose rights are being lifted: its protection now, and run it again. */
+		mprotect((void *)(addr & ~(uintptr_t)(ULPT_PAGE_SIZE - 1)), ULPT_PAGE_SIZE,
+			 prot_for(rights_of(addr)));
+		errno = saved_errno;
+		return;
+	}
 	if (!deny) {
+		if (step_ool && step_n)
+			ool_cancel(uc);             /* the program's own fault, at its instruction */
 		chain(&old_segv, sig, si, ucv);     /* not one of ours */
 		return;
 	}
@@ -208,8 +353,9 @@ static void on_segv(int sig, siginfo_t *si, void *ucv)
 	} else {
 		struct ulpt_fault f = {
 			.addr = addr, .start = addr, .size = 0, .kind = kind,
-			.reason = ULPT_REASON_PAGE_RIGHTS, .ip = (uintptr_t)gr[REG_RIP],
+			.reason = ULPT_REASON_PAGE_RIGHTS, .ip = ip,
 			.entry = { deny, 0 }, .tid = (pid_t)syscall(SYS_gettid),
+			.rflags = (uint64_t)gr[REG_EFL],
 		};
 		in_handler = 1;
 		act = handler(&f, ulpt_lib_.handler_arg);
@@ -220,6 +366,8 @@ static void on_segv(int sig, siginfo_t *si, void *ucv)
 			step_pending = 1;
 			act = ULPT_PERMIT;
 		} else if (act == ULPT_SKIP) {
+			if (step_ool && step_n)
+				ool_cancel(uc);
 			gr[REG_RIP] = (greg_t)f.next_ip;
 			step_pending = 0;           /* the instruction does not complete */
 		}
@@ -230,14 +378,26 @@ static void on_segv(int sig, siginfo_t *si, void *ucv)
 			ulpt_default_segv_();
 			return;
 		}
-		if (!step_n) {
-			step_own_tf = (gr[REG_EFL] & RFLAGS_TF) != 0;
-			step_mask = uc->uc_sigmask;     /* given back by on_trap */
-			async_only(&uc->uc_sigmask);
-		}
+		int first = !step_n;
+
 		step_page[step_n++] = page;
 		mprotect((void *)page, ULPT_PAGE_SIZE, PROT_READ | PROT_WRITE);
-		gr[REG_EFL] |= RFLAGS_TF;      /* trap after this instruction */
+		if (first) {
+			uintptr_t at = ool_ready ? ulpt_ool_prepare_(ip, uc) : 0;
+
+			step_own_tf = (gr[REG_EFL] & RFLAGS_TF) != 0;
+			step_mask = uc->uc_sigmask;     /* given back by ool_end or on_trap */
+			async_only(&uc->uc_sigmask);
+			step_ool = at != 0;
+			if (at == ULPT_OOL_DONE) {
+				ool_end(uc, (uintptr_t)gr[REG_RIP]);    /* a call or return, done */
+			} else if (at) {
+				gr[REG_RIP] = (greg_t)at;
+				gr[REG_EFL] &= ~(greg_t)RFLAGS_TF;  /* not inside the trampoline */
+			}
+		}
+		if (!step_ool && step_n)
+			gr[REG_EFL] |= RFLAGS_TF;      /* trap after this instruction */
 	} else if (act == ULPT_DEFAULT) {
 		ulpt_default_segv_();
 	}
@@ -254,26 +414,14 @@ static void on_trap(int sig, siginfo_t *si, void *ucv)
 		return;
 	}
 	/* The permitted instruction is done: close its pages again with their current rights. */
-	while (step_n) {
-		uintptr_t page = step_page[--step_n];
-		mprotect((void *)page, ULPT_PAGE_SIZE, prot_for(rights_of(page)));
-	}
+	close_pages();
 	if (!step_own_tf)
 		uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)RFLAGS_TF;
 	uc->uc_sigmask = step_mask;         /* asynchronous signals wait no longer */
 	if (step_pending) {
-		struct ulpt_fault f = step_fault;
-		ulpt_handler_t handler = __atomic_load_n(&ulpt_lib_.handler, __ATOMIC_ACQUIRE);
+		greg_t fl = uc->uc_mcontext.gregs[REG_EFL];
 
-		step_pending = 0;
-		f.after = 1;
-		if (handler) {
-			int was = in_handler;
-
-			in_handler = 1;
-			handler(&f, ulpt_lib_.handler_arg);
-			in_handler = was;
-		}
+		after_call((uintptr_t)uc->uc_mcontext.gregs[REG_RIP], &fl);
 	}
 	errno = saved_errno;
 	if (step_own_tf) {
@@ -282,9 +430,34 @@ static void on_trap(int sig, siginfo_t *si, void *ucv)
 	}
 }
 
+/*
+ * The handlers run on an alternate signal stack where the thread has one: a watched stack
+ * page (ulpt-gdb's `ulpt watch -l' on a local) leaves the kernel no room for a signal frame
+ * on the stack itself. The thread that calls ulpt_init gets one if it has none (1 MiB of
+ * address space, committed as used: the handler may unwind and symbolise); other threads use
+ * theirs, or their stack.
+ */
+#define ALT_STACK (1u << 20)
+static void alt_stack(void)
+{
+	stack_t cur, ss = { .ss_size = ALT_STACK };
+
+	if (sigaltstack(NULL, &cur) != 0 || !(cur.ss_flags & SS_DISABLE))
+		return;
+	ss.ss_sp = mmap(NULL, ALT_STACK, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (ss.ss_sp != MAP_FAILED && sigaltstack(&ss, NULL) != 0)
+		munmap(ss.ss_sp, ALT_STACK);
+}
+
 int ulpt_mprotect_init_(void)
 {
-	int e = install(SIGSEGV, on_segv, &old_segv);
+	int e;
+
+	alt_stack();
+
+	ool_ready = ulpt_ool_init_() == 0;      /* else every step is a TF step */
+	e = install(SIGSEGV, on_segv, &old_segv);
 
 	if (e)
 		return e;

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # ulpt-gdb: scripted GDB sessions (watchlib/test/gdb/NAME.gdb, gdb -batch -x) on
 # watchlib/test/progs/gdbwatch, in the guest (ULPT backend; one boot, 2 vCPUs) and on the host
-# (mprotect backend). Each session's output, with its addresses, process and thread ids
-# masked, must equal NAME.exp beside it (memcheck's tests keep their expected output so):
+# (mprotect backend), each run in both. Each session's output, with its addresses, process
+# and thread ids masked, must equal NAME.exp beside it, the same file for both backends
+# (memcheck's tests keep their expected output so):
 #   global prerun rwatch heap local cond enable many commands threads step badinput segv attach
 #   attach-noagent
-# and, in the guest:
+# and, in each:
 #   hwexact    the hits, values and lines of ulpt watch on counter are GDB's own hardware
-#              watchpoint's on it, stop for stop
-#   host       on the host: ulpt watch refuses the mprotect backend in one line, the program
-#              runs on
+#              watchpoint's on it, stop for stop (skipped on a host whose hardware
+#              watchpoints never stop: some virtual machines ignore the debug registers)
 # The runs write NAME.out under build/watchlib/test/gdb-suite/{guest,host}.
 set -o pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -35,9 +35,10 @@ part() {
   case $1 in many) echo array ;; threads) echo threads ;; segv) echo segv ;; *) echo steps ;; esac
 }
 
-# The guest's script: every case, then attach (-p) and the hardware watchpoint comparison.
-{
-  echo "cd $d/guest"
+# The script for one place (guest or host) in $1: every case, then attach (-p) and the
+# hardware watchpoint comparison.
+script() {
+  echo "cd $d/$1"
   for c in $CASES; do
     echo "timeout 300 $gdbx -q -nx -batch -x $src/$c.gdb --args $prog $(part "$c") > $c.out 2>&1"
   done
@@ -53,12 +54,12 @@ part() {
     printf '%s\n' "printf 'break steps\nrun\n$w counter\ncontinue\ncontinue\ncontinue\ncontinue\n' > $k.gdb"
     echo "timeout 300 $gdbx -q -nx -batch -x $k.gdb --args $prog steps > hwexact-$k.out 2>&1"
   done
-} > "$d/guest.sh"
+}
+script guest > "$d/guest.sh"
+script host > "$d/host.sh"
 "$run" --share "$d" --smp 2 --timeout 1200 -- sh "$d/guest.sh" > "$d/guest.log" 2>&1 < /dev/null &
 guest=$!
-# The host: the mprotect backend is refused in one line; the program runs to its end.
-timeout 120 "$gdbx" -q -nx -batch -ex 'break steps' -ex run -ex 'ulpt watch counter' \
-  -ex continue --args "$prog" steps > "$d/host/host.out" 2>&1
+sh "$d/host.sh" > "$d/host.log" 2>&1 < /dev/null
 wait $guest
 grc=$?
 
@@ -73,29 +74,34 @@ mask() {
     -e 's/LWP [0-9]+/LWP N/g' -e 's/^wait: [0-9]+$/wait: PID/' "$1"
 }
 
-echo "1..$(($(echo $CASES | wc -w) + 4))"
+echo "1..$((($(echo $CASES | wc -w) + 3) * 2))"
 [ "$grc" = 0 ] || echo "# the guest run exited with status $grc: $(tail -c 300 "$d/guest.log" | tr '\n' ' ')"
 # An attach first prints where the program was: somewhere in its wait loop.
-masked() { case $1 in attach*) mask "$d/guest/$1.out" | sed '1,2d' ;; *) mask "$d/guest/$1.out" ;; esac; }
-for c in $CASES attach attach-noagent; do
-  if [ -f "$d/guest/$c.out" ] && diff -u "$src/$c.exp" <(masked "$c") > "$d/guest/$c.diff"; then
-    ok 0 "$c: $(sed -n '1s/^# //p' "$src/$c.gdb")"
-  else
-    ok 1 "$c: $(sed -n '1s/^# //p' "$src/$c.gdb")"
-    sed 's/^/# /' "$d/guest/$c.diff" 2>/dev/null | head -40
-  fi
-done
+masked() { case $2 in attach*) mask "$d/$1/$2.out" | sed '1,2d' ;; *) mask "$d/$1/$2.out" ;; esac; }
 # hwexact: the same stops, but for the number and kind GDB gives its own watchpoint.
 norm() { mask "$1" | sed -E 's/^(Hardware watchpoint) [0-9]+:/\1 N:/'; }
-if [ -s "$d/guest/hwexact-hw.out" ] && grep -q '^Hardware watchpoint' "$d/guest/hwexact-hw.out" &&
-   diff -u <(norm "$d/guest/hwexact-hw.out") <(norm "$d/guest/hwexact-ulpt.out") > "$d/guest/hwexact.diff"; then
-  ok 0 "hwexact: ulpt watch's stops (hits, values, lines) are GDB's hardware watchpoint's"
-else
-  ok 1 "hwexact: ulpt watch's stops (hits, values, lines) are GDB's hardware watchpoint's"
-  sed 's/^/# /' "$d/guest/hwexact.diff" 2>/dev/null | head -40
-fi
-out=$(mask "$d/host/host.out")
-grep -q '^ulpt: the program runs on the mprotect backend' <<<"$out" && grep -q '^steps: 3 100 8$' <<<"$out" &&
-  grep -q 'exited normally' <<<"$out"
-ok $? "host: ulpt watch refuses the mprotect backend in one line; the program runs to its end"
+for where in guest host; do
+  backend=$([ $where = guest ] && echo ULPT || echo mprotect)
+  for c in $CASES attach attach-noagent; do
+    desc="$where ($backend): $c: $(sed -n '1s/^# //p' "$src/$c.gdb")"
+    if [ -f "$d/$where/$c.out" ] && diff -u "$src/$c.exp" <(masked $where "$c") > "$d/$where/$c.diff"; then
+      ok 0 "$desc"
+    else
+      ok 1 "$desc"
+      sed 's/^/# /' "$d/$where/$c.diff" 2>/dev/null | head -40
+    fi
+  done
+  desc="$where ($backend): hwexact: ulpt watch's stops (hits, values, lines) are GDB's hardware watchpoint's"
+  hw=$d/$where/hwexact-hw.out
+  if [ $where = host ] && [ -s "$hw" ] && ! grep -q '^Old value' "$hw"; then
+    # Some virtual machines take the debug registers' values and never trap.
+    i=$((i + 1)); echo "ok $i - $desc # SKIP GDB's hardware watchpoint never stopped here"
+  elif [ -s "$hw" ] && grep -q '^Hardware watchpoint' "$hw" &&
+     diff -u <(norm "$hw") <(norm "$d/$where/hwexact-ulpt.out") > "$d/$where/hwexact.diff"; then
+    ok 0 "$desc"
+  else
+    ok 1 "$desc"
+    sed 's/^/# /' "$d/$where/hwexact.diff" 2>/dev/null | head -40
+  fi
+done
 [ "$fails" = 0 ]

@@ -70,6 +70,10 @@ class State:
         self.checked_pid = 0        # the process whose agent was found ready (agent_watch)
         self.last_reports = None
         self.loading = False        # load_agent's dlopen is under way
+        self.mprotect = False       # the program's agent runs on the mprotect backend
+        self.signal_bp = None       # SignalBreakpoint, on mprotect
+        self.signal_stop = False    # it stopped: the stop shows the signal
+        self.step_from = 0          # a step ended without a report: where it began
         # Breakpoints of ours to delete once GDB is done with them: not in their stop(), nor
         # by gdb.post_event, whose pending calls crash GDB at its exit.
         self.done = []
@@ -137,9 +141,12 @@ def agent_watch(w):
         if backend == 0:
             raise gdb.GdbError("ulpt: the agent did not start in this program (its message "
                                "says why); the program runs unwatched")
-        if backend != 1:
-            raise gdb.GdbError("ulpt: the program runs on the mprotect backend, whose single "
-                               "steps GDB cannot pass on (see ulpt-gdb(1), BACKENDS)")
+        if backend == 2:
+            # The agent's faults go to the program silently; the program's own stop at
+            # SignalBreakpoint, where libulpt passes them on.
+            gdb.execute("handle SIGSEGV nostop noprint pass", to_string=True)
+            S.mprotect = True
+            ensure_stop_bp()
         S.checked_pid = pid
     mode = KINDS[w.kind][0] | (GDB_CHANGES if w.kind == "watch" else 0)
     tid = 0
@@ -229,12 +236,14 @@ def program_frame():
 
 class Pending:
     """A thread's stop to come at its next instruction: the hits to report there, and whether
-    it ends a step of GDB's (which then stops there even with nothing to report)."""
+    it ends a step of GDB's (which then stops there even with nothing to report; from is the
+    instruction the step ran, for how the stop is shown)."""
 
     def __init__(self, pc, thread):
         self.bp = ResumeBreakpoint(pc, thread)
         self.hits = []
         self.step = False
+        self.step_from = 0
 
 
 class ResumeBreakpoint(gdb.Breakpoint):
@@ -274,6 +283,7 @@ class ResumeBreakpoint(gdb.Breakpoint):
         if cmds or self.commands:
             self.commands = "\n".join(cmds)
         S.last_reports = reports
+        S.step_from = p.step_from
         return True
 
 
@@ -294,6 +304,9 @@ class StopBreakpoint(gdb.Breakpoint):
             hit = int(f.read_register("rdi"))
             stepping = int(f.read_register("rsi")) & 0xffffffff != 0
             resume = int(f.read_register("rdx"))
+            ip = int(f.read_register("rcx"))
+            if not hit:
+                return self.step_end(stepping, resume, ip)
             raw = bytes(gdb.selected_inferior().read_memory(hit, 8))
         except (gdb.error, gdb.MemoryError):
             return False
@@ -319,6 +332,23 @@ class StopBreakpoint(gdb.Breakpoint):
             self.commands = "continue"
         return True
 
+    def step_end(self, stepping, resume, ip):
+        """mprotect: GDB's single step ran into an access to a watched page that is not a hit
+        to report (gdb.c): the step ends at the program's next instruction, unless GDB was
+        stepping over a breakpoint of its own or ours at the instruction, for a `continue'
+        (the program then goes on)."""
+        if not stepping or not resume or breakpoint_at(ip):
+            return False
+        th = gdb.selected_thread()
+        p = S.pending.get(th.global_num)
+        if p is None:
+            p = S.pending[th.global_num] = Pending(resume, th.num)
+        p.step = True
+        p.step_from = ip
+        if self.commands != "continue":
+            self.commands = "continue"
+        return True
+
     @staticmethod
     def decide(w, kind, data):
         """Whether the hit is one GDB would report (the condition aside: it is evaluated at
@@ -332,9 +362,44 @@ class StopBreakpoint(gdb.Breakpoint):
         return w.kind != "watch"
 
 
+def breakpoint_at(pc):
+    """Whether an enabled breakpoint (the user's, or a ulpt stop) has a location at pc."""
+    for bp in gdb.breakpoints():
+        if not bp.enabled or bp.type != gdb.BP_BREAKPOINT or bp is S.proxy:
+            continue
+        for loc in bp.locations:
+            if loc.enabled and loc.address == pc:
+                return True
+    ours = [p.bp for p in S.pending.values()] + S.done
+    return any(isinstance(bp, ResumeBreakpoint) and bp.is_valid() and bp.location == "*0x%x" % pc
+               for bp in ours)
+
+
 def ensure_stop_bp():
     if S.stop_bp is None or not S.stop_bp.is_valid():
         S.stop_bp = StopBreakpoint()
+    if S.mprotect and (S.signal_bp is None or not S.signal_bp.is_valid()):
+        S.signal_bp = SignalBreakpoint()
+
+
+class SignalBreakpoint(gdb.Breakpoint):
+    """mprotect: where libulpt passes a signal on to the program (ulpt_signal_passed_). GDB
+    passes SIGSEGV on silently there, the agent's faults being SIGSEGVs too: the program's own
+    stops here, shown as GDB shows a signal, in the program's frame."""
+
+    def __init__(self):
+        super().__init__("*ulpt_signal_passed_", internal=True)
+        self.silent = True
+
+    def stop(self):
+        try:
+            sig = int(gdb.newest_frame().read_register("rdi")) & 0xffffffff
+        except gdb.error:
+            return False
+        if sig != 11:
+            return False
+        S.signal_stop = True
+        return True
 
 
 def thread_prefix():
@@ -355,12 +420,20 @@ def delete_done():
 def on_stop(event):
     delete_done()
     reports, S.last_reports = S.last_reports, None
+    step_from, S.step_from = S.step_from, 0
     if not isinstance(event, gdb.BreakpointEvent):
+        return
+    if S.signal_stop:
+        S.signal_stop = False
+        f = program_frame()
+        if f is not None:
+            f.select()
+        gdb.write("\nProgram received signal SIGSEGV, Segmentation fault.\n" + frame_text())
         return
     if reports is None or not any(isinstance(b, ResumeBreakpoint) for b in event.breakpoints):
         return
     if not reports:         # a step of GDB's that ended here: where, as after a step
-        gdb.write(frame_text())
+        gdb.write(step_text(step_from) if step_from else frame_text())
         return
     out = []
     prefix = thread_prefix()
@@ -377,19 +450,47 @@ def on_stop(event):
 
 
 def frame_text():
-    """The selected frame as a stop shows it (`frame' without its "#0  ")."""
+    """The selected frame as a stop shows it (`frame' without its "#N  ")."""
     frame = gdb.execute("frame", to_string=True)
-    return frame[2:].lstrip() if frame.startswith("#0") else frame
+    if frame.startswith("#"):
+        frame = frame.split(" ", 1)[1].lstrip() if " " in frame else frame
+    return frame
+
+
+def function_at(pc):
+    """Where the function whose code holds pc starts, or None."""
+    b = gdb.block_for_pc(pc)
+    while b is not None and b.function is None:
+        b = b.superblock
+    return b.start if b is not None else None
+
+
+def step_text(step_from):
+    """Where a step ended, as GDB shows it: the source line alone at a line's start in the
+    function the step began in, with the address before it inside a line; the frame when the
+    step went into another function."""
+    f = gdb.selected_frame()
+    pc = f.pc()
+    sal = f.find_sal()
+    start, here = function_at(step_from), function_at(pc)
+    if start is None or start != here or sal.symtab is None:
+        return frame_text()
+    src = frame_text().split("\n", 1)
+    line = src[1] if len(src) > 1 else "%d\n" % sal.line
+    if sal.pc == pc:
+        return line
+    return "0x%016x\t%s" % (pc, line)
 
 
 def on_exited(event):
     S.checked_pid = 0
     delete_done()
     # The breakpoints in the agent go with its process; the next one's start makes them anew.
-    for bp in (S.stop_bp, S.ready_bp):
+    for bp in (S.stop_bp, S.ready_bp, S.signal_bp):
         if bp is not None and bp.is_valid():
             bp.delete()
-    S.stop_bp = S.ready_bp = None
+    S.stop_bp = S.ready_bp = S.signal_bp = None
+    S.mprotect = False
     for p in S.pending.values():
         if p.bp.is_valid():
             p.bp.delete()

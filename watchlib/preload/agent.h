@@ -142,6 +142,8 @@ struct gdb_after {
 	int stepping;               /* its hits end a debugger's single step (gdb.c) */
 };
 extern __thread struct gdb_after gdb_after __attribute__((tls_model("initial-exec"))) WL_HIDDEN;
+int gdb_step_fault(const struct ulpt_fault *f) WL_HIDDEN;
+void gdb_step_end(struct ulpt_fault *f) WL_HIDDEN;
 
 /* fault.c */
 enum ulpt_action agent_fault(struct ulpt_fault *f, void *arg) WL_HIDDEN;

@@ -241,6 +241,7 @@ enum ulpt_action agent_fault(struct ulpt_fault *f, void *arg)
 		}
 		gdb_after = (struct gdb_after){ f, 0 };     /* for a watch hit's stop (gdb.c) */
 		a = wl_handle_fault(f);
+		gdb_step_end(f);
 		gdb_after = (struct gdb_after){ NULL, 0 };
 		return a;
 	}
@@ -254,6 +255,8 @@ enum ulpt_action agent_fault(struct ulpt_fault *f, void *arg)
 		a = heap_fault(f);
 	else
 		a = wl_handle_fault(f);
+	if (a == ULPT_PERMIT && gdb_step_fault(f))
+		a = ULPT_PERMIT_STEP;               /* ulpt-gdb ends the debugger's step (gdb.c) */
 	in_agent--;
 	return a;
 }

@@ -16,6 +16,13 @@
  *   code. So the agent clears the step's TF and says so to ulpt_gdb_stop (`stepping'): the
  *   extension then ends the step itself at the program's next instruction, as GDB ends a step
  *   at a hardware watchpoint's hit.
+ * - On the mprotect backend GDB's single step goes into libulpt's SIGSEGV handler: GDB puts a
+ *   breakpoint (int3) at the instruction and waits for the handler to return there, but
+ *   libulpt runs the instruction out of line and goes on after it: the step would never end.
+ *   So every access that has a debugger's breakpoint on its instruction gets an after-call,
+ *   and one without a hit to stop for calls ulpt_gdb_stop with no hit: the extension ends
+ *   the step at the next instruction, unless GDB was stepping over a breakpoint of the
+ *   user's or its own there (for a `continue', which goes on).
  *
  * SPDX-License-Identifier: MIT
  */
@@ -46,9 +53,9 @@ static struct filter {
  * (the step is then over: see the top), and the program's next instruction (0: not known,
  * the extension finds it by unwinding). */
 GDB_API __attribute__((noinline)) void ulpt_gdb_stop(const struct wl_hit *hit, int stepping,
-						     uintptr_t resume)
+						     uintptr_t resume, uintptr_t ip)
 {
-	__asm__ volatile("" : : "D"(hit), "S"(stepping), "d"(resume) : "memory");
+	__asm__ volatile("" : : "D"(hit), "S"(stepping), "d"(resume), "c"(ip) : "memory");
 }
 
 /* The agent has started (its constructor's end): the extension's breakpoint here sets the
@@ -80,7 +87,28 @@ static void gdb_hit(const struct wl_hit *h, void *arg)
 		f->rflags &= ~RFLAGS_TF;
 		gdb_after.stepping = 1;
 	}
-	ulpt_gdb_stop(h, gdb_after.stepping, f ? f->next_ip : 0);
+	ulpt_gdb_stop(h, gdb_after.stepping, f ? f->next_ip : 0, f ? f->ip : 0);
+}
+
+/* A fault that a debugger's single step ran into, on the mprotect backend, while ulpt-gdb
+ * watches (see the top): its decision must be ULPT_PERMIT_STEP. */
+int gdb_step_fault(const struct ulpt_fault *f)
+{
+	uint8_t op = 0;
+
+	if (!filters || ulpt_backend() != ULPT_BACKEND_MPROTECT)
+		return 0;
+	wl_read_bytes(f->ip, &op, 1);
+	return op == 0xcc;      /* the instruction faulted: an int3 there came after, GDB's */
+}
+
+/* The after-call of such a fault, once its hits are made: if none of them ended the step,
+ * the extension ends it (or not: see the top). */
+void gdb_step_end(struct ulpt_fault *f)
+{
+	if (!gdb_step_fault(f) || gdb_after.stepping)
+		return;
+	ulpt_gdb_stop(NULL, 1, f->next_ip, f->ip);
 }
 
 /* Starts the stop calls, once; -ENODEV if the agent could not start (the program runs
