@@ -23,7 +23,6 @@
 #include <capstone/capstone.h>
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -201,6 +200,45 @@ static struct tramp *tramp_get(void)
  * handler). They must agree with memory everywhere but at other int3 bytes. 0 if they are
  * there, -1 if not (anonymous memory, a file changed since).
  */
+static const char *hex(const char *p, unsigned long *v)
+{
+	const char *q = p;
+
+	*v = 0;
+	for (;; q++) {
+		unsigned d = *q >= '0' && *q <= '9' ? (unsigned)(*q - '0') :
+			     *q >= 'a' && *q <= 'f' ? (unsigned)(*q - 'a' + 10) : 16;
+		if (d == 16)
+			return q == p ? NULL : q;
+		*v = *v << 4 | d;
+	}
+}
+
+static const char *skip_field(const char *p)
+{
+	while (*p && *p != ' ')
+		p++;
+	while (*p == ' ')
+		p++;
+	return p;
+}
+
+/* One line of /proc/self/maps ("start-end perms offset dev inode   path"), parsed by hand:
+ * sscanf is not async-signal-safe. *file is the path, or NULL (anonymous). */
+static int maps_line(const char *p, unsigned long *start, unsigned long *end,
+		     unsigned long *off, const char **file)
+{
+	if (!(p = hex(p, start)) || *p++ != '-' || !(p = hex(p, end)) || *p++ != ' ')
+		return 0;
+	p = skip_field(p);                      /* perms */
+	if (!(p = hex(p, off)))
+		return 0;
+	p = skip_field(skip_field(p));          /* offset, dev */
+	p = skip_field(p);                      /* inode */
+	*file = *p ? p : NULL;
+	return 1;
+}
+
 static int code_from_file(uintptr_t ip, uint8_t *code, size_t n)
 {
 	char buf[4096 + 512], path[512];
@@ -220,15 +258,13 @@ static int code_from_file(uintptr_t ip, uint8_t *code, size_t n)
 		have += (size_t)got;
 		buf[have] = 0;
 		while ((nl = strchr(line, '\n'))) {
-			char perms[8];
-			int pos = 0;
+			const char *file;
 
 			*nl = 0;
-			if (sscanf(line, "%lx-%lx %7s %lx %*s %*s %n", &start, &end, perms, &off,
-				   &pos) >= 4 && ip >= start && ip < end) {
-				found = pos > 0 && line[pos] == '/' && strlen(line + pos) < sizeof(path);
+			if (maps_line(line, &start, &end, &off, &file) && ip >= start && ip < end) {
+				found = file && *file == '/' && strlen(file) < sizeof(path);
 				if (found)
-					strcpy(path, line + pos);
+					strcpy(path, file);
 				break;
 			}
 			line = nl + 1;
@@ -438,10 +474,11 @@ uintptr_t ulpt_ool_jump_(void)
  * RIP, or 0 if the fault is not that. */
 uintptr_t ulpt_ool_done_(uintptr_t rip, uintptr_t addr)
 {
-	const struct tramp *t = tr;
+	struct tramp *t = tr;
 
 	if (!t || rip != t->guard_at || addr < (uintptr_t)t + PAGE || addr >= (uintptr_t)t + 2 * PAGE)
 		return 0;
+	t->save = 0;    /* the register is back: no stale pointer here (a leak check's root) */
 	return t->next_ip;
 }
 

@@ -776,7 +776,8 @@ static int t_step_no_kernel(void)
 	volatile uint64_t *p = pages(1);
 
 	if (backend != ULPT_BACKEND_ULPT)
-		return skip("the mprotect backend single-steps with SIGTRAP");
+		return skip("the library's own SIGTRAP handler is ULPT-only here: step_rip_relative "
+			    "and stack_page check mprotect's steps for SIGTRAP");
 	CHECK(signal(SIGTRAP, count_trap) != SIG_ERR, "signal");
 	CHECK(ulpt_init(backend) == 0 && ulpt_set_handler(count_handler, NULL, 0) == 0 &&
 	      deny_at(p, ULPT_DENY_W) == 0, "setup");
@@ -928,7 +929,8 @@ static int t_step_ptrace(void)
 	int st;
 
 	if (backend != ULPT_BACKEND_ULPT)
-		return skip("the mprotect backend single-steps the program itself");
+		return skip("on mprotect a ptrace step goes into the SIGSEGV handler (the tracer "
+			    "sees the signal): tests/suites/ulpt-gdb.sh steps there with GDB");
 	CHECK(p != MAP_FAILED, "mmap");
 	shared_after = mmap(NULL, ULPT_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	CHECK(shared_after != MAP_FAILED, "mmap");
@@ -995,6 +997,104 @@ static int t_gdb_step(void)
 	return 0;
 }
 
+/* No step of the library's may trap: a SIGTRAP action of the test's own, set after ulpt_init
+ * with the raw system call (so not chained), counts any, clearing TF to go on. */
+static volatile int no_trap_count;
+
+static void no_trap_handler(int sig, siginfo_t *si, void *ucv)
+{
+	(void)sig; (void)si;
+	no_trap_count++;
+	((ucontext_t *)ucv)->uc_mcontext.gregs[REG_EFL] &= ~0x100;
+}
+
+static int catch_traps(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = no_trap_handler;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	no_trap_count = 0;
+	return sigaction(SIGTRAP, &sa, NULL);
+}
+
+/* A page-aligned global, written RIP-relative (-O2, PIE): on mprotect the instruction runs out
+ * of line with its displacement rebased on a scratch register. */
+static volatile uint64_t rip_glob[1024] __attribute__((aligned(4096)));
+static volatile uint64_t rip_seen[4];
+static volatile int rip_after;
+
+static enum ulpt_action rip_handler(struct ulpt_fault *f, void *arg)
+{
+	(void)arg;
+	if (f->after && rip_after < 4)
+		rip_seen[rip_after] = rip_glob[1];
+	if (f->after)
+		rip_after++;
+	return ULPT_PERMIT_STEP;
+}
+
+static int t_step_rip_relative(void)
+{
+	uint64_t rax = 0x1111, rcx = 0x2222, rdx = 0x3333, rbx = 0x4444, out[4];
+
+	CHECK(ulpt_init(backend) == 0 && ulpt_set_handler(rip_handler, NULL, 0) == 0 &&
+	      ulpt_protect((void *)rip_glob, ULPT_PAGE_SIZE, ULPT_DENY_W) == 0 && catch_traps() == 0,
+	      "setup");
+	for (int i = 0; i < 1000; i++)
+		rip_glob[1] = (uint64_t)i;
+	CHECK(rip_after == 1000 && rip_glob[1] == 999 && rip_seen[0] == 0 && rip_seen[3] == 3,
+	      "1000 stores, each after-call sees its value (%d, %lu)", rip_after,
+	      (unsigned long)rip_seen[3]);
+	/* A store whose registers include the first scratch candidates: they stay the program's. */
+	asm volatile("movq %%rcx, %4\n"
+		     : "+a"(rax), "+c"(rcx), "+d"(rdx), "+b"(rbx) : "m"(rip_glob[2]) : "memory");
+	out[0] = rax; out[1] = rcx; out[2] = rdx; out[3] = rbx;
+	CHECK(rip_glob[2] == 0x2222 && out[0] == 0x1111 && out[1] == 0x2222 && out[2] == 0x3333 &&
+	      out[3] == 0x4444, "registers intact around a rebased store");
+	CHECK(no_trap_count == 0 || backend == ULPT_BACKEND_ULPT,
+	      "no SIGTRAP (%d)", no_trap_count);
+	return 0;
+}
+
+/* A call, pushes and pops and a return on a stack page denied read and write: on mprotect the
+ * call and the return are done on the context (they cannot run out of line), the rest out of
+ * line, the handler on the alternate stack ulpt_init gave the thread. */
+static volatile int stack_faults;
+extern char stack_callee[];
+__asm__(".text\n.globl stack_callee\nstack_callee:\n"
+	"push %rbx\n movq $7, %rbx\n pushq %rbx\n popq %rax\n pop %rbx\n ret\n");
+
+static enum ulpt_action stack_handler(struct ulpt_fault *f, void *arg)
+{
+	(void)arg;
+	if (!f->after)
+		stack_faults++;
+	return ULPT_PERMIT;
+}
+
+static int t_stack_page(void)
+{
+	uint8_t *stk = pages(1);
+	uint64_t rax = 0, rbx = 0x5555;
+
+	if (backend != ULPT_BACKEND_MPROTECT)
+		return skip("the mprotect backend's calls and returns done on the context");
+	CHECK(ulpt_init(backend) == 0 && ulpt_set_handler(stack_handler, NULL, 0) == 0 &&
+	      catch_traps() == 0 &&
+	      ulpt_protect(stk, ULPT_PAGE_SIZE, ULPT_DENY_R | ULPT_DENY_W) == 0, "setup");
+	/* The call's stack is the protected page (its top, 16-aligned). */
+	asm volatile("movq %%rsp, %%r12\n movq %2, %%rsp\n call stack_callee\n movq %%r12, %%rsp\n"
+		     : "+a"(rax), "+b"(rbx) : "r"(stk + ULPT_PAGE_SIZE - 64) : "r12", "memory", "cc");
+	CHECK(rax == 7 && rbx == 0x5555, "the call ran and returned (rax %lu, rbx %#lx)",
+	      (unsigned long)rax, (unsigned long)rbx);
+	CHECK(stack_faults >= 6, "every stack access faulted (%d)", stack_faults);
+	CHECK(no_trap_count == 0, "no SIGTRAP (%d)", no_trap_count);
+	return 0;
+}
+
 static int t_env_override(void)
 {
 	int st;
@@ -1041,7 +1141,9 @@ static int t_env_override(void)
 	X(unwind, "a backtrace in the handler and the after-call reaches the program (libunwind)") \
 	X(step_ptrace, "PTRACE_SINGLESTEP over a store that faults into the handler stops at the next instruction") \
 	X(gdb_step, "a store that faults into the handler, for gdb's stepi") \
-	X(step_own_tf, "a program that sets TF over a stepped store gets its trap after the after-call")
+	X(step_own_tf, "a program that sets TF over a stepped store gets its trap after the after-call") \
+	X(step_rip_relative, "ULPT_PERMIT_STEP on a RIP-relative global: values, registers, no SIGTRAP") \
+	X(stack_page, "a call, pushes, pops and a return on a stack page denied read and write")
 
 /* Each test: one check, its body in a forked child. */
 #define CASE(name, what) static void case_##name(void) { tap_forked(t_##name, 0, "%s: " #name ": " what, self_backend); }

@@ -31,6 +31,7 @@
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -210,9 +211,18 @@ static void drain(int tag)
 	}
 }
 
-/* The roots: each line of /proc/self/maps. */
+/* The roots: each line of /proc/self/maps. This thread's alternate signal stack (libulpt's,
+ * on mprotect) holds only the dead frames of handlers unless the scan runs on it: those
+ * would keep what they pointed to reachable, as the dead frames below sp would. */
 static void scan_roots(char *maps, uintptr_t sp)
 {
+	stack_t ss;
+	uintptr_t alo = 0, ahi = 0;
+
+	if (sigaltstack(NULL, &ss) == 0 && !(ss.ss_flags & (SS_DISABLE | SS_ONSTACK))) {
+		alo = (uintptr_t)ss.ss_sp;
+		ahi = alo + ss.ss_size;
+	}
 	for (char *line = maps, *next; line && *line; line = next) {
 		struct maps_entry e;
 		unsigned long lo, hi;
@@ -239,6 +249,13 @@ static void scan_roots(char *maps, uintptr_t sp)
 		if (sp >= lo && sp < hi)
 			lo = sp;                        /* this thread: its live frames */
 		/* inode 0: private anonymous (a shared one has its shmem file's inode). */
+		if (alo < hi && ahi > lo) {             /* the mapping holds the alternate stack */
+			if (lo < alo)
+				scan_root(lo, alo, e.ino == 0 && perms[3] == 'p');
+			if (ahi < hi)
+				scan_root(ahi, hi, e.ino == 0 && perms[3] == 'p');
+			continue;
+		}
 		scan_root(lo, hi, e.ino == 0 && perms[3] == 'p');
 	}
 }
