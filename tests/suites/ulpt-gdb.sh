@@ -4,8 +4,10 @@
 # (mprotect backend), each run in both. Each session's output, with its addresses, process
 # and thread ids masked, must equal NAME.exp beside it, the same file for both backends
 # (memcheck's tests keep their expected output so):
-#   global prerun rwatch heap local cond enable many commands threads step badinput segv attach
-#   attach-noagent
+#   global prerun rwatch heap local cond enable many commands threads step badinput segv mixed
+#   attach attach-noagent
+# (mixed, with one of GDB's own hardware watchpoints, is skipped on a host whose hardware
+# watchpoints never stop: some virtual machines ignore the debug registers; hwexact too)
 # and, in each:
 #   hwexact    the hits, values and lines of ulpt watch on counter are GDB's own hardware
 #              watchpoint's on it, stop for stop (skipped on a host whose hardware
@@ -29,7 +31,7 @@ for f in "$gdbx" "$prog"; do
 done
 command -v gdb > /dev/null || { echo "1..1"; echo "not ok 1 - gdb not installed"; exit 1; }
 
-CASES="global prerun rwatch heap local cond enable many commands threads step badinput segv"
+CASES="global prerun rwatch heap local cond enable many commands threads step badinput segv mixed"
 # The program's part for each case.
 part() {
   case $1 in many) echo array ;; threads) echo threads ;; segv) echo segv ;; *) echo steps ;; esac
@@ -82,9 +84,14 @@ masked() { case $2 in attach*) mask "$d/$1/$2.out" | sed '1,2d' ;; *) mask "$d/$
 norm() { mask "$1" | sed -E 's/^(Hardware watchpoint) [0-9]+:/\1 N:/'; }
 for where in guest host; do
   backend=$([ $where = guest ] && echo ULPT || echo mprotect)
+  hw=$d/$where/hwexact-hw.out
+  nohw=
+  [ $where = host ] && [ -s "$hw" ] && ! grep -q '^Old value' "$hw" && nohw=1
   for c in $CASES attach attach-noagent; do
     desc="$where ($backend): $c: $(sed -n '1s/^# //p' "$src/$c.gdb")"
-    if [ -f "$d/$where/$c.out" ] && diff -u "$src/$c.exp" <(masked $where "$c") > "$d/$where/$c.diff"; then
+    if [ $c = mixed ] && [ -n "$nohw" ]; then
+      i=$((i + 1)); echo "ok $i - $desc # SKIP GDB's hardware watchpoint never stopped here"
+    elif [ -f "$d/$where/$c.out" ] && diff -u "$src/$c.exp" <(masked $where "$c") > "$d/$where/$c.diff"; then
       ok 0 "$desc"
     else
       ok 1 "$desc"
@@ -92,8 +99,7 @@ for where in guest host; do
     fi
   done
   desc="$where ($backend): hwexact: ulpt watch's stops (hits, values, lines) are GDB's hardware watchpoint's"
-  hw=$d/$where/hwexact-hw.out
-  if [ $where = host ] && [ -s "$hw" ] && ! grep -q '^Old value' "$hw"; then
+  if [ -n "$nohw" ]; then
     # Some virtual machines take the debug registers' values and never trap.
     i=$((i + 1)); echo "ok $i - $desc # SKIP GDB's hardware watchpoint never stopped here"
   elif [ -s "$hw" ] && grep -q '^Hardware watchpoint' "$hw" &&
