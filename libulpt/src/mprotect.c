@@ -418,15 +418,13 @@ static void on_trap(int sig, siginfo_t *si, void *ucv)
 	if (!step_own_tf)
 		uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)RFLAGS_TF;
 	uc->uc_sigmask = step_mask;         /* asynchronous signals wait no longer */
-	if (step_pending) {
-		greg_t fl = uc->uc_mcontext.gregs[REG_EFL];
-
-		after_call((uintptr_t)uc->uc_mcontext.gregs[REG_RIP], &fl);
-	}
+	after_call((uintptr_t)uc->uc_mcontext.gregs[REG_RIP], &uc->uc_mcontext.gregs[REG_EFL]);
 	errno = saved_errno;
+	/* The program's single step, after ours (unless the after-call took it over: TF clear). */
 	if (step_own_tf) {
 		step_own_tf = 0;
-		chain(&old_trap, sig, si, ucv);     /* the program's single step, after ours */
+		if (uc->uc_mcontext.gregs[REG_EFL] & RFLAGS_TF)
+			chain(&old_trap, sig, si, ucv);
 	}
 }
 
