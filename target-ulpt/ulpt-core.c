@@ -162,6 +162,16 @@ bool ulpt_msr_write_ok(uint32_t msr, uint64_t val, unsigned phys_bits,
         return (val & ~ULPT_STKADJ_MASK) == 0;
     case MSR_ULPT_STATUS:
         return (val & ~ULPT_STATUS_IN_HANDLER) == 0;
+    case MSR_ULPT_LOG_BASE:
+        return (val & (ULPT_LOG_ALIGN - 1)) == 0 &&
+               ulpt_canonical(val, va_bits);
+    case MSR_ULPT_LOG_CTL:
+        return (val & ULPT_LOG_CTL_RSVD_MASK) == 0 &&
+               (val & ULPT_LOG_CTL_SIZE_MASK) <= ULPT_LOG_MAX_SHIFT &&
+               (val >> ULPT_LOG_CTL_THRESH_SHIFT) <=
+               (1ull << (val & ULPT_LOG_CTL_SIZE_MASK));
+    case MSR_ULPT_LOG_INDEX:
+        return true;
     default:
         return false;
     }

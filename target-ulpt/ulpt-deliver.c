@@ -13,6 +13,7 @@
 #include "tcg/tcg.h"
 #include "ulpt-core.h"
 #include "ulpt-deliver.h"
+#include "ulpt-log.h"
 #include "trace.h"
 
 /*
@@ -41,6 +42,12 @@ void ulpt_deliver(CPUX86State *env)
         .start = env->ulpt.fault_start,
     };
 
+    /*
+     * An after event comes once its instruction has completed: that
+     * instruction's records go first (R-LOG-2). A violation's instruction
+     * was abandoned and has none.
+     */
+    ulpt_log_publish(env);
     ulpt_event(env);
     ulpt_frame_encode(&f, w);
     /*

@@ -38,6 +38,8 @@ static const char *const field_names[ULPT_MODEL_NFIELDS] = {
     [ULPT_MODEL_F_REMOTE_SYNCS] = "remote_syncs",
     [ULPT_MODEL_F_ESCALATIONS] = "escalations",
     [ULPT_MODEL_F_KERNEL_ENTRIES] = "kernel_entries",
+    [ULPT_MODEL_F_LOG_RECORDS] = "log_records",
+    [ULPT_MODEL_F_LOG_EVENTS] = "log_events",
 };
 
 static struct {
@@ -103,6 +105,8 @@ static void sum_now(uint64_t *v)
         v[ULPT_MODEL_F_REMOTE_SYNCS] += qatomic_read(&s->remote_syncs);
         v[ULPT_MODEL_F_ESCALATIONS] += qatomic_read(&s->escalations);
         v[ULPT_MODEL_F_KERNEL_ENTRIES] += qatomic_read(&s->kernel_entries);
+        v[ULPT_MODEL_F_LOG_RECORDS] += qatomic_read(&s->log_records);
+        v[ULPT_MODEL_F_LOG_EVENTS] += qatomic_read(&s->log_events);
     }
 }
 
@@ -110,7 +114,8 @@ static void sum_now(uint64_t *v)
  * The modeled cycles of a region's counts: instructions times CPI, plus each
  * event's charge (an after event is a delivery; a UIRET with PERMIT or STEP
  * is charged as such instead of as a plain one; a kernel entry stands for
- * the round trip). The kernel's own instructions count only with
+ * the round trip; a log event is a delivery, a log record has its own
+ * charge). The kernel's own instructions count only with
  * ulpt-model-kernel=on: they depend on timer ticks and the page cache, so
  * they would make two runs of one program differ.
  */
@@ -128,7 +133,8 @@ static uint64_t cycles_of(const uint64_t *v)
                        c->view_store * v[ULPT_MODEL_F_VIEW_STORES] +
                        c->remote_sync * v[ULPT_MODEL_F_REMOTE_SYNCS] +
                        c->escalate * v[ULPT_MODEL_F_ESCALATIONS] +
-                       c->kentry * v[ULPT_MODEL_F_KERNEL_ENTRIES]);
+                       c->kentry * v[ULPT_MODEL_F_KERNEL_ENTRIES] +
+                       c->log_record * v[ULPT_MODEL_F_LOG_RECORDS]);
     return (uint64_t)llround(cycles);
 }
 
@@ -218,10 +224,11 @@ void ulpt_model_info(Monitor *mon)
     monitor_printf(mon, "model: on, kernel %s, cpi %g, deliver %" PRIu64
                    " uiret %" PRIu64 " uiret-permit %" PRIu64
                    " view-store %" PRIu64 " remote-sync %" PRIu64
-                   " escalate %" PRIu64 " kentry %" PRIu64 ", region %s\n",
+                   " escalate %" PRIu64 " kentry %" PRIu64
+                   " log-record %" PRIu64 ", region %s\n",
                    c->kernel ? "on" : "off", model.cpi, c->deliver, c->uiret,
                    c->uiret_permit, c->view_store, c->remote_sync, c->escalate,
-                   c->kentry, model.open ? "open" : "closed");
+                   c->kentry, c->log_record, model.open ? "open" : "closed");
     sum_now(now);
     now[ULPT_MODEL_F_CYCLES] = cycles_of(now);
     print_counts(mon, "since boot", now);

@@ -40,6 +40,12 @@ void hmp_info_ulpt(Monitor *mon, const QDict *qdict)
                        s->walks, s->checks, s->violations, s->deliveries,
                        s->escalations, s->returns, s->view_stores,
                        s->remote_syncs, s->after_events);
+        monitor_printf(mon, "  LOG_BASE 0x%" PRIx64 " LOG_CTL 0x%" PRIx64
+                       " LOG_INDEX 0x%" PRIx64 " log_records %" PRIu64
+                       " log_events %" PRIu64 " log_full %" PRIu64 "\n",
+                       env->ulpt.log_base, env->ulpt.log_ctl,
+                       env->ulpt.log_index, s->log_records, s->log_events,
+                       s->log_full);
     }
 #ifdef ULPT_MODEL
     ulpt_model_info(mon);

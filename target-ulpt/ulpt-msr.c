@@ -42,6 +42,15 @@ bool ulpt_msr_access(CPUX86State *env, uint32_t msr, uint64_t *val,
     case MSR_ULPT_STATUS:
         reg = &env->ulpt.status;
         break;
+    case MSR_ULPT_LOG_BASE:
+        reg = &env->ulpt.log_base;
+        break;
+    case MSR_ULPT_LOG_CTL:
+        reg = &env->ulpt.log_ctl;
+        break;
+    case MSR_ULPT_LOG_INDEX:
+        reg = &env->ulpt.log_index;
+        break;
     default:
         return false;
     }
@@ -55,7 +64,7 @@ bool ulpt_msr_access(CPUX86State *env, uint32_t msr, uint64_t *val,
     }
     trace_ulpt_msr_write(cs->cpu_index, msr, *val);
     *reg = *val;
-    if (msr == MSR_ULPT_CTL) {
+    if (msr == MSR_ULPT_CTL || msr == MSR_ULPT_LOG_BASE) {
         ulpt_update_hflags(env);
     }
     if (flush) {

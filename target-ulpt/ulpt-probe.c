@@ -8,6 +8,7 @@
 #include "cpu.h"
 #include "exec/exec-all.h"
 #include "exec/helper-proto.h"
+#include "ulpt-log.h"
 #include "ulpt-probe.h"
 
 void ulpt_probe_range(CPUX86State *env, vaddr addr, unsigned size,
@@ -15,6 +16,8 @@ void ulpt_probe_range(CPUX86State *env, vaddr addr, unsigned size,
 {
     CPUTLBCommon *split = &env_tlb(env)->c;
     int mmu_idx = cpu_mmu_index(env, false);
+    vaddr start = addr;
+    unsigned whole = size;
 
     /* A violation in any page reports the whole access (see violation()). */
     split->split_addr = addr;
@@ -28,6 +31,11 @@ void ulpt_probe_range(CPUX86State *env, vaddr addr, unsigned size,
         size -= n;
     }
     split->split_size = 0;
+    if (env->ulpt.log_base) {
+        /* Logged, the access has its record: its parts add none (R-LOG-2). */
+        ulpt_log_cover(env, start, whole,
+                       type == MMU_DATA_STORE ? ULPT_KIND_W : ULPT_KIND_R);
+    }
 }
 
 /*

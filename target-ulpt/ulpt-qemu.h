@@ -22,12 +22,16 @@ static inline bool ulpt_enabled(CPUX86State *env)
 
 /*
  * HF_ULPT_EN mirrors ULPT_CTL.EN, so that translation knows when to check
- * wide accesses.
+ * wide accesses; HF_ULPT_LOG says the thread has an access log, so that user
+ * code is translated with the test that publishes an instruction's records
+ * (ulpt-log.c).
  */
 static inline void ulpt_update_hflags(CPUX86State *env)
 {
-    env->hflags = (env->hflags & ~HF_ULPT_EN_MASK) |
-                  (ulpt_enabled(env) ? HF_ULPT_EN_MASK : 0);
+    env->hflags = (env->hflags & ~(HF_ULPT_EN_MASK | HF_ULPT_LOG_MASK)) |
+                  (ulpt_enabled(env) ? HF_ULPT_EN_MASK : 0) |
+                  (ulpt_enabled(env) && env->ulpt.log_base ?
+                   HF_ULPT_LOG_MASK : 0);
 }
 
 /*

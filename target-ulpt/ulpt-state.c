@@ -16,7 +16,8 @@ static bool ulpt_in_use(CPUX86State *env)
 {
     const UlptState *u = &env->ulpt;
 
-    return u->ctl || u->root || u->view || u->handler || u->stkadj || u->status;
+    return u->ctl || u->root || u->view || u->handler || u->stkadj ||
+           u->status || u->log_base || u->log_ctl || u->log_index;
 }
 
 void ulpt_dump_state(CPUX86State *env, FILE *f)
@@ -34,6 +35,11 @@ void ulpt_dump_state(CPUX86State *env, FILE *f)
                  env->ulpt.ctl, env->ulpt.root, env->ulpt.view,
                  env->ulpt.handler, env->ulpt.stkadj, env->ulpt.status,
                  permit);
+    if (env->ulpt.log_base || env->ulpt.log_ctl || env->ulpt.log_index) {
+        qemu_fprintf(f, "ULPT LOG_BASE=%016" PRIx64 " LOG_CTL=%016" PRIx64
+                     " LOG_INDEX=%016" PRIx64 "\n", env->ulpt.log_base,
+                     env->ulpt.log_ctl, env->ulpt.log_index);
+    }
 }
 
 #ifndef CONFIG_USER_ONLY
@@ -52,6 +58,30 @@ static int ulpt_post_load(void *opaque, int version_id)
     return 0;
 }
 
+/*
+ * The log MSRs in a subsection of their own, sent only when a log is set up,
+ * so a stream without one loads into a QEMU from before the log.
+ */
+static bool ulpt_log_vmstate_needed(void *opaque)
+{
+    const UlptState *u = &X86_CPU(opaque)->env.ulpt;
+
+    return u->log_base || u->log_ctl || u->log_index;
+}
+
+static const VMStateDescription vmstate_ulpt_log = {
+    .name = "cpu/ulpt/log",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = ulpt_log_vmstate_needed,
+    .fields = (VMStateField[]) {
+        VMSTATE_UINT64(env.ulpt.log_base, X86CPU),
+        VMSTATE_UINT64(env.ulpt.log_ctl, X86CPU),
+        VMSTATE_UINT64(env.ulpt.log_index, X86CPU),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
 const VMStateDescription vmstate_ulpt = {
     .name = "cpu/ulpt",
     .version_id = 1,
@@ -66,6 +96,10 @@ const VMStateDescription vmstate_ulpt = {
         VMSTATE_UINT64(env.ulpt.stkadj, X86CPU),
         VMSTATE_UINT64(env.ulpt.status, X86CPU),
         VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription * []) {
+        &vmstate_ulpt_log,
+        NULL
     }
 };
 #endif

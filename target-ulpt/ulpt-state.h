@@ -11,6 +11,27 @@
 typedef struct UlptState {
     /* The MSRs of docs/spec.md section 3. */
     uint64_t ctl, root, view, handler, stkadj, status;
+    uint64_t log_base, log_ctl, log_index;
+    /*
+     * The access log (ulpt-log.c): records of the instruction in progress,
+     * written into their slots without V (R-LOG-2). log_staged is read by
+     * the generated code at each instruction start: non-zero, the previous
+     * instruction has completed and its records are published.
+     */
+    uint32_t log_staged;
+    /* RIP of the instruction in progress, stored by the generated code. */
+    uint64_t log_rip;
+    struct {
+        uint64_t *host;             /* the slot's info word in host memory */
+        uint64_t va;                /* its linear address (no host pointer) */
+        uint64_t info;              /* the info word to publish, V set */
+        uint64_t start;             /* the access, for parts of one access */
+        uintptr_t ra;
+        uint8_t kind;
+    } log_stage[64];
+    /* A wide access probed whole (ulpt-probe.c) and logged: its parts are not. */
+    uint64_t log_cover_start, log_cover_size;
+    uint8_t log_cover_kind;
     /*
      * The violation being delivered (set at the faulting access, used by
      * delivery).
@@ -47,7 +68,8 @@ typedef struct UlptState {
 /* Counters for `info ulpt`; kept across reset. */
 typedef struct UlptStats {
     uint64_t walks, checks, violations, deliveries, escalations, returns,
-             view_stores, remote_syncs, after_events;
+             view_stores, remote_syncs, after_events, log_records, log_events,
+             log_full;
     /*
      * For modeled time (ulpt-model.c): UIRETs that asked for PERMIT or STEP,
      * entries into the kernel from CPL 3 (exceptions, interrupts, SYSCALL),
@@ -70,12 +92,13 @@ typedef struct UlptStats {
 #define ULPT_MODEL_DEFAULT_REMOTE_SYNC  6000
 #define ULPT_MODEL_DEFAULT_ESCALATE     0
 #define ULPT_MODEL_DEFAULT_KENTRY       230
+#define ULPT_MODEL_DEFAULT_LOG_RECORD   8
 typedef struct UlptModelConfig {
     bool enabled;
     bool kernel;
     char *cpi;
     uint64_t deliver, uiret, uiret_permit, view_store, remote_sync, escalate,
-             kentry;
+             kentry, log_record;
 } UlptModelConfig;
 
 /*

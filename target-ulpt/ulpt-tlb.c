@@ -33,6 +33,7 @@
 #include "svm.h"
 #include "ulpt-core.h"
 #include "ulpt-deliver.h"
+#include "ulpt-log.h"
 #include "ulpt-tlb.h"
 #include "trace.h"
 
@@ -72,6 +73,26 @@ static bool read_phys(void *opaque, uint64_t pa, uint64_t *val)
 }
 
 /*
+ * Page rights of an entry with LOG are kept in the line masks, so that its
+ * logged accesses reach ulpt_tlb_check with no refill (and the log decides
+ * there, from the thread's ULPT_LOG_BASE, whether they are logged).
+ */
+static uint64_t log_page_lines(uint64_t page)
+{
+    if (!(page & ULPT_LOG)) {
+        return 0;
+    }
+    return (page & ULPT_NR ? ULPT_LINES_NR_ALL : 0) |
+           (page & ULPT_NW ? ULPT_LINES_NW_ALL : 0);
+}
+
+/* The TLB kind of an entry that is not for the view. */
+static uint8_t entry_kind(uint64_t page, uint64_t lines)
+{
+    return lines | log_page_lines(page) ? ULPT_TLB_LINES : ULPT_TLB_NONE;
+}
+
+/*
  * A line-rights entry: each kind that some line denies goes to
  * ulpt_tlb_check (TLB_CHECK), except in the lines that allow it, which the
  * generated code accesses itself (check_pass), as a hardware TLB holding the
@@ -89,8 +110,10 @@ static void lines_check(CPUTLBEntryFull *full)
         full->check_pass[0] = full->check_pass[1] = 0;
         return;
     }
-    deny_r = ulpt_lines_denied(full->ulpt_lines, ULPT_KIND_R);
-    deny_w = ulpt_lines_denied(full->ulpt_lines, ULPT_KIND_W);
+    deny_r = ulpt_lines_denied(full->ulpt_lines |
+                               log_page_lines(full->ulpt_page), ULPT_KIND_R);
+    deny_w = ulpt_lines_denied(full->ulpt_lines |
+                               log_page_lines(full->ulpt_page), ULPT_KIND_W);
     full->prot &= ~(PAGE_READ_CHECK | PAGE_WRITE_CHECK);
     full->prot |= (deny_r ? PAGE_READ_CHECK : 0) |
                   (deny_w ? PAGE_WRITE_CHECK : 0);
@@ -115,9 +138,11 @@ static void install(CPUState *cs, int mmu_idx, vaddr addr, hwaddr paddr,
     if (kind == ULPT_TLB_VIEW) {
         prot |= PAGE_WRITE_CHECK;
     } else if (kind != ULPT_TLB_ONCE && e) {
+        bool log = e->page & ULPT_LOG;
+
         prot &= ~((e->page & ULPT_NX ? PAGE_EXEC : 0) |
-                  (e->page & ULPT_NR ? PAGE_READ : 0) |
-                  (e->page & ULPT_NW ? PAGE_WRITE : 0));
+                  (e->page & ULPT_NR && !log ? PAGE_READ : 0) |
+                  (e->page & ULPT_NW && !log ? PAGE_WRITE : 0));
     }
     full = (CPUTLBEntryFull) {
         .phys_addr = paddr & TARGET_PAGE_MASK,
@@ -240,6 +265,12 @@ static void stop_chain(CPUX86State *env, uint64_t first, uint64_t last)
     }
 }
 
+/* May code be fetched from a page whose word 0 is `page` (R-TBL-1, R-TBL-2)? */
+static bool fetchable(uint64_t page)
+{
+    return !(page & (ULPT_NX | ULPT_PAGE_RSVD_MASK));
+}
+
 /*
  * tlb_set_check_page_by_mmuidx's callback: the target page's entry takes the
  * new word 1 in place, when nothing but its lines changed.
@@ -253,7 +284,7 @@ static bool lines_update(CPUTLBEntryFull *full, void *opaque)
         return false;
     }
     full->ulpt_lines = e->lines;
-    full->ulpt_kind = e->lines ? ULPT_TLB_LINES : ULPT_TLB_NONE;
+    full->ulpt_kind = entry_kind(e->page, e->lines);
     lines_check(full);
     return true;
 }
@@ -284,8 +315,7 @@ static void page_update(CPUState *cs, int mmu_idx, uint64_t page,
         full->lg_page_size >= TARGET_PAGE_BITS) {
         /* install() reads these before tlb_set_page_full overwrites *full. */
         install(cs, mmu_idx, page, full->phys_addr, full->ulpt_prot,
-                full->lg_page_size,
-                e->lines ? ULPT_TLB_LINES : ULPT_TLB_NONE, e);
+                full->lg_page_size, entry_kind(e->page, e->lines), e);
     } else {
         tlb_flush_page_entry_by_mmuidx(cs, page, 1 << mmu_idx, false);
     }
@@ -311,6 +341,7 @@ static bool view_store_value(CPUState *cs, int mmu_idx, vaddr addr, int size,
     CPUTLBEntry *te;
     uint8_t *host;
     UlptEntry old, new;
+    bool fetch_change;
 
     /*
      * The old entry, through the view's own TLB entry for loads (never
@@ -342,8 +373,12 @@ static bool view_store_value(CPUState *cs, int mmu_idx, vaddr addr, int size,
         }
         return true;
     }
-    if (!((new.page ^ old.page) & ULPT_NX) &&
-        !(new.page & ULPT_PAGE_RSVD_MASK)) {
+    /*
+     * R-COH-5: whether the page may be fetched changes with NX and with the
+     * entry becoming malformed or well-formed (R-TBL-2), not with NX alone.
+     */
+    fetch_change = fetchable(old.page) != fetchable(new.page);
+    if (!fetch_change && !((old.page | new.page) & ULPT_PAGE_RSVD_MASK)) {
         for (int idx = 0; idx < NB_MMU_MODES; idx++) {
             if (idxmap & (1 << idx)) {
                 page_update(cs, idx, page, &new);
@@ -351,9 +386,8 @@ static bool view_store_value(CPUState *cs, int mmu_idx, vaddr addr, int size,
         }
         return true;
     }
-    tlb_flush_page_entry_by_mmuidx(cs, page, idxmap,
-                                   (new.page ^ old.page) & ULPT_NX);
-    if ((new.page ^ old.page) & ULPT_NX) {
+    tlb_flush_page_entry_by_mmuidx(cs, page, idxmap, fetch_change);
+    if (fetch_change) {
         stop_chain(env, page, page);
     }
     return true;
@@ -448,10 +482,29 @@ void ulpt_tlb_check(CPUState *cs, vaddr addr, int size, MMUAccessType type,
     env->ulpt_stats.checks++;
     reason = ulpt_check(&e, false, kind, addr & ~TARGET_PAGE_MASK, size,
                         &bad);
-    if (reason && !(kind & permitted_kinds(env))) {
-        violation(cs, (addr & TARGET_PAGE_MASK) | bad, addr, size, kind,
-                  reason, &e, false, ra);
+    if (!reason || (kind & permitted_kinds(env))) {
+        return;
     }
+    if (ulpt_log_wants(env, e.page, kind)) {
+        CPUTLBCommon *split = &env_tlb(env)->c;
+        uint64_t start = addr;
+        unsigned whole = size;
+
+        /* R-LOG-2: the record is the whole access's. */
+        if (split->split_size && split->split_ra == ra &&
+            addr - split->split_addr < split->split_size) {
+            start = split->split_addr;
+            whole = split->split_size;
+            val = NULL;             /* this part's bytes only */
+        }
+        if (ulpt_log_stage(env, start, whole, kind, reason, val, ra) ==
+            ULPT_LOG_STAGED) {
+            return;
+        }
+        reason = ULPT_REASON_FULL;
+    }
+    violation(cs, (addr & TARGET_PAGE_MASK) | bad, addr, size, kind, reason,
+              &e, false, ra);
 }
 
 bool ulpt_tlb_fill(CPUState *cs, vaddr addr, int size, MMUAccessType type,
@@ -495,6 +548,19 @@ bool ulpt_tlb_fill(CPUState *cs, vaddr addr, int size, MMUAccessType type,
     env->ulpt_stats.checks++;
     reason = ulpt_check(&e, malformed, kind, addr & ~TARGET_PAGE_MASK, size,
                         &bad);
+    if (!malformed && (e.page & ULPT_LOG) && kind != ULPT_KIND_X) {
+        /*
+         * A page with LOG: its reads and writes are decided by
+         * ulpt_tlb_check (TLB_CHECK), which the access reaches once this
+         * entry is in: logged there (R-LOG-1), or delivered.
+         */
+        if (!reason || ulpt_log_wants(env, e.page, kind) ||
+            (kind & permitted_kinds(env))) {
+            install(cs, mmu_idx, addr, paddr, prot, TARGET_PAGE_BITS,
+                    entry_kind(e.page, e.lines), &e);
+            return true;
+        }
+    }
     if (reason == ULPT_REASON_LINE) {
         /*
          * The page's line entry, as for an allowed access: this access, and
@@ -518,7 +584,7 @@ bool ulpt_tlb_fill(CPUState *cs, vaddr addr, int size, MMUAccessType type,
         install(cs, mmu_idx, addr, paddr, prot, 0, ULPT_TLB_ONCE, &e);
         return true;
     }
-    if (e.lines == 0) {
+    if (entry_kind(e.page, e.lines) == ULPT_TLB_NONE) {
         install(cs, mmu_idx, addr, paddr, prot, lg, ULPT_TLB_NONE, &e);
     } else {
         install(cs, mmu_idx, addr, paddr, prot, TARGET_PAGE_BITS,

@@ -22,12 +22,29 @@
 #define MSR_ULPT_HANDLER       0x993u
 #define MSR_ULPT_STKADJ        0x994u
 #define MSR_ULPT_STATUS        0x995u
+#define MSR_ULPT_LOG_BASE      0x996u
+#define MSR_ULPT_LOG_CTL       0x997u
+#define MSR_ULPT_LOG_INDEX     0x998u
 #define MSR_ULPT_FIRST         MSR_ULPT_CTL
-#define MSR_ULPT_LAST          MSR_ULPT_STATUS
+#define MSR_ULPT_LAST          MSR_ULPT_LOG_INDEX
 
 #define ULPT_CTL_EN            (1ull << 0)
 #define ULPT_STATUS_IN_HANDLER (1ull << 0)
 #define ULPT_STKADJ_MASK       0xffffull
+
+/* The access log (spec 6.2): ULPT_LOG_CTL's fields and the record layout. */
+#define ULPT_LOG_CTL_SIZE_MASK 0x1full        /* log2 of the number of records */
+#define ULPT_LOG_MAX_SHIFT     24
+#define ULPT_LOG_CTL_THRESH_SHIFT 32          /* bits 63:32: the log event's threshold */
+#define ULPT_LOG_CTL_RSVD_MASK 0x00000000ffffffe0ull
+#define ULPT_LOG_ALIGN         32ull          /* ULPT_LOG_BASE alignment */
+#define ULPT_REC_SIZE          32             /* bytes per record */
+#define ULPT_REC_START         0              /* word index: first byte of the access */
+#define ULPT_REC_INFO          1              /* kind, reason, size, VAL, V */
+#define ULPT_REC_RIP           2
+#define ULPT_REC_VALUE         3              /* the bytes written, with ULPT_REC_VAL */
+#define ULPT_REC_VAL           0x100000000ULL /* info: value holds the bytes written */
+#define ULPT_REC_V             0x8000000000000000ULL /* info: the slot holds a record */
 
 /* Table geometry (spec 4.1). */
 #define ULPT_VA_BITS           47
@@ -52,8 +69,9 @@
 #define ULPT_NR                0x1ULL
 #define ULPT_NW                0x2ULL
 #define ULPT_NX                0x4ULL
+#define ULPT_LOG               0x100ULL /* denied reads and writes are logged (spec 6.2) */
 #define ULPT_PAGE_SW_MASK      0xff00000000000000ull /* for software */
-#define ULPT_PAGE_RSVD_MASK (~(ULPT_PAGE_SW_MASK | ULPT_NR | ULPT_NW | ULPT_NX))
+#define ULPT_PAGE_RSVD_MASK (~(ULPT_PAGE_SW_MASK | ULPT_NR | ULPT_NW | ULPT_NX | ULPT_LOG))
 /* Leaf word 1, line rights: bit 2i denies reads of line i, bit 2i+1 writes. */
 #define ULPT_LINE_NR(i)        (1ULL << (2 * (i)))
 #define ULPT_LINE_NW(i)        (1ULL << (2 * (i) + 1))
@@ -71,6 +89,10 @@
 #define ULPT_REASON_MALFORMED  3u
 /* Not a violation: a STEP instruction completed (R-RET-4). */
 #define ULPT_REASON_AFTER      4u
+/* The access log is full where this access's record would go (R-LOG-4). */
+#define ULPT_REASON_FULL       5u
+/* Not a violation: records wait in the log (R-LOG-5); frame word 2 = the write index. */
+#define ULPT_REASON_LOG        6u
 
 /* Delivery frame (spec 6): 8 words at the handler's RSP. */
 #define ULPT_FRAME_SIZE        64
@@ -133,6 +155,8 @@
 #define ULPT_MODEL_F_REMOTE_SYNCS   8   /* syncs of other CPUs (a view store) */
 #define ULPT_MODEL_F_ESCALATIONS    9   /* violations escalated to the kernel */
 #define ULPT_MODEL_F_KERNEL_ENTRIES 10  /* entries into the kernel from CPL 3 */
-#define ULPT_MODEL_NFIELDS          11
+#define ULPT_MODEL_F_LOG_RECORDS    11  /* records appended to access logs */
+#define ULPT_MODEL_F_LOG_EVENTS     12  /* log events (R-LOG-5) */
+#define ULPT_MODEL_NFIELDS          13
 
 #endif /* ULPT_ARCH_H */

@@ -22,12 +22,27 @@ enum { ACT_PERMIT, ACT_FIX, ACT_SKIP, ACT_FAULT, ACT_BADRIP, ACT_SETFLAGS,
        ACT_STEP_CLRTF,  /* as ACT_STEP; after event: clear TF in the frame */
        ACT_STEP_TO,     /* violation: STEP alone, rip = hskip (another instruction) */
        ACT_W_STEP_ONCE, /* the first write violation: STEP alone; everything else: PERMIT */
+       ACT_DRAIN,       /* LOG and FULL: consume every record of the test log; else PERMIT */
 };
 struct hlog { uint64_t w[8], frame, seen; };
 static volatile struct hlog hlog[16];
 static volatile int hcount, haction;
 static volatile uint64_t hskip, hfault_addr, hflags;
 static volatile uint64_t *volatile hwatch;  /* memory the handler records (what is stored yet) */
+
+/* The test access log (section 6.2): up to 128 records, the handler's consumed count. */
+static uint8_t logbuf[PAGE] __attribute__((aligned(4096)));
+static volatile unsigned log_nslots, log_drained;
+static volatile uint64_t *rec(unsigned i) { return (volatile uint64_t *)(logbuf + ULPT_REC_SIZE * i); }
+static void log_drain(void)
+{
+    for (unsigned i = 0; i < log_nslots; i++) {
+        if (rec(i)[ULPT_REC_INFO] & ULPT_REC_V) {
+            rec(i)[ULPT_REC_INFO] = 0;
+            log_drained++;
+        }
+    }
+}
 
 void ulpt_handler(uint64_t *f)
 {
@@ -86,6 +101,13 @@ void ulpt_handler(uint64_t *f)
             e[1] = 0;
         }
         f[ULPT_FRAME_INFO] |= ULPT_INFO_STEP;
+        break;
+    case ACT_DRAIN:
+        if (ULPT_INFO_REASON(f[ULPT_FRAME_INFO]) == ULPT_REASON_LOG ||
+            ULPT_INFO_REASON(f[ULPT_FRAME_INFO]) == ULPT_REASON_FULL)
+            log_drain();
+        else
+            f[ULPT_FRAME_INFO] |= ULPT_INFO_PERMIT;
         break;
     case ACT_W_STEP_ONCE:
         if (ULPT_INFO_KIND(f[ULPT_FRAME_INFO]) == ULPT_KIND_W && !hskip) {
@@ -286,6 +308,9 @@ static void fresh(uint64_t handler)
 {
     ulpt_clear_all();
     ulpt_enable(handler);
+    wrmsr(MSR_ULPT_LOG_BASE, 0);
+    wrmsr(MSR_ULPT_LOG_CTL, 0);
+    wrmsr(MSR_ULPT_LOG_INDEX, 0);
     hreset(ACT_PERMIT);
     hwatch = 0;
 }
@@ -359,8 +384,17 @@ static void msr1_readback(void)
         { MSR_ULPT_HANDLER, 0x401000, 0x0000800000000000ull },
         { MSR_ULPT_STKADJ, 128, 0x10000 },
         { MSR_ULPT_STATUS, 1, 2 },
+        { MSR_ULPT_LOG_BASE, 0x401020, 0x401010 },
+        { MSR_ULPT_LOG_CTL, 3 | 8ull << 32, 3 | 9ull << 32 },
+        { MSR_ULPT_LOG_INDEX, ~0ull, 0 },
     };
-    for (unsigned i = 0; i < 6; i++) {
+    for (unsigned i = 0; i < 9; i++) {
+        if (mt[i].msr == MSR_ULPT_LOG_INDEX) {       /* any value: no #GP */
+            bm_ok(try_wrmsr(mt[i].msr, mt[i].good) == 0 && try_rdmsr(mt[i].msr, &v) == 0 &&
+                  v == mt[i].good, "R-MSR-1: LOG_INDEX reads back any value");
+            try_wrmsr(mt[i].msr, 0);
+            continue;
+        }
         bm_ok(try_wrmsr(mt[i].msr, mt[i].good) == 0 && try_rdmsr(mt[i].msr, &v) == 0 && v == mt[i].good &&
               try_wrmsr(mt[i].msr, mt[i].bad) == -1 && last_trap.vector == 13 &&
               try_rdmsr(mt[i].msr, &v) == 0 && v == mt[i].good,
@@ -373,6 +407,10 @@ static void msr2_limits(void)
 {
     bm_ok(try_wrmsr(MSR_ULPT_ROOT, 1ull << 52) == -1, "R-MSR-2: ROOT above MAXPHYADDR #GP");
     bm_ok(try_wrmsr(MSR_ULPT_VIEW, (1ull << 47) - (1ull << 38)) == -1, "R-MSR-2: VIEW + 2^39 beyond 2^47 #GP");
+    bm_ok(try_wrmsr(MSR_ULPT_LOG_BASE, 0x0000800000000000ull) == -1, "R-MSR-2: a non-canonical LOG_BASE #GP");
+    bm_ok(try_wrmsr(MSR_ULPT_LOG_CTL, 25) == -1 && try_wrmsr(MSR_ULPT_LOG_CTL, 1ull << 5) == -1 &&
+          try_wrmsr(MSR_ULPT_LOG_CTL, 24 | (1ull << 24) << 32) == 0 && try_wrmsr(MSR_ULPT_LOG_CTL, 0) == 0,
+          "R-MSR-2: LOG_CTL SIZE above 24 and reserved bits #GP; THRESH = 2^SIZE is fine");
 }
 
 /* ROOT and CTL writes apply at once; with CTL.EN=0 nothing is checked. */
@@ -1682,6 +1720,320 @@ static void ret4_frame_fault(void)
 /* === The tables ========================================================================= */
 
 /* On a CPU without ULPT: the enumeration rules only. */
+
+/* === Section 6.2: the access log ======================================================== */
+
+/* A log of 2^shift records at logbuf, every slot free, the write index at 0. */
+static void log_setup(unsigned shift, unsigned thresh)
+{
+    for (unsigned i = 0; i < PAGE; i++)
+        logbuf[i] = 0;
+    log_nslots = 1u << shift;
+    log_drained = 0;
+    wrmsr(MSR_ULPT_LOG_BASE, va(logbuf));
+    wrmsr(MSR_ULPT_LOG_CTL, shift | (uint64_t)thresh << ULPT_LOG_CTL_THRESH_SHIFT);
+    wrmsr(MSR_ULPT_LOG_INDEX, 0);
+}
+
+static unsigned log_count(void)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < log_nslots; i++)
+        n += !!(rec(i)[ULPT_REC_INFO] & ULPT_REC_V);
+    return n;
+}
+
+static int rec_is(unsigned i, uint64_t start, unsigned kind, unsigned reason, unsigned size, uint64_t rip)
+{
+    uint64_t info = rec(i)[ULPT_REC_INFO];
+    return (info & ULPT_REC_V) && rec(i)[ULPT_REC_START] == start && ULPT_INFO_KIND(info) == kind &&
+           ULPT_INFO_REASON(info) == reason && ULPT_INFO_SIZE(info) == size &&
+           rec(i)[ULPT_REC_RIP] == rip;
+}
+
+#define REC_FMT "start %lx info %lx rip %lx value %lx"
+#define REC_ARGS(i) rec(i)[ULPT_REC_START], rec(i)[ULPT_REC_INFO], rec(i)[ULPT_REC_RIP], rec(i)[ULPT_REC_VALUE]
+
+/* Logged, not delivered: the access is made, one record, no handler entry; without a log the
+   same entry delivers; a fetch is never logged. */
+static void log1_logged(void)
+{
+    uint64_t r;
+
+    fresh((uint64_t)ulpt_entry);
+    hreset(ACT_DRAIN);
+    log_setup(4, 0);
+    ulpt_kset(va(tp[1]), ULPT_LOG, ULPT_LINE_NW(0));
+    *(volatile uint64_t *)tp[1] = 0;
+    r = run_user_default(u_write8, tp[1]);
+    bm_ok(r == 0x80 && hcount == 0 && *(volatile uint64_t *)tp[1] == 0x55 && log_count() == 1 &&
+          rec_is(0, va(tp[1]), ULPT_KIND_W, ULPT_REASON_LINE, 8, (uint64_t)u_write8_insn) &&
+          (rec(0)[ULPT_REC_INFO] & ULPT_REC_VAL) && rec(0)[ULPT_REC_VALUE] == 0x55 &&
+          rdmsr(MSR_ULPT_LOG_INDEX) == 1,
+          "R-LOG-1: a write to a line a LOG entry denies is made and logged, not delivered (" REC_FMT ")",
+          REC_ARGS(0));
+    ulpt_kset(va(tp[1]), ULPT_LOG | ULPT_NR, 0);
+    r = run_user_default(u_read8, tp[1] + 8);
+    bm_ok(r == 0x80 && hcount == 0 && rec_is(1, va(tp[1]) + 8, ULPT_KIND_R, ULPT_REASON_PAGE, 8,
+                                             (uint64_t)u_read8_insn) &&
+          !(rec(1)[ULPT_REC_INFO] & ULPT_REC_VAL),
+          "R-LOG-1: a read a LOG entry's page rights deny is logged (" REC_FMT ")", REC_ARGS(1));
+    wrmsr(MSR_ULPT_LOG_BASE, 0);
+    r = run_user_default(u_read8, tp[1] + 8);
+    bm_ok(r == 0x80 && hcount == 1 && log_count() == 2, "R-LOG-1: with LOG_BASE 0 the same read is delivered");
+    wrmsr(MSR_ULPT_LOG_BASE, va(logbuf));
+    hcount = 0;
+    tp[2][0] = 0xc3;
+    ulpt_kset(va(tp[2]), ULPT_LOG | ULPT_NX, 0);
+    r = run_user_default(u_call, tp[2]);
+    bm_ok(r == 0x80 && hcount == 1 && ULPT_INFO_KIND(hlog[0].w[ULPT_FRAME_INFO]) == ULPT_KIND_X &&
+          log_count() == 2, "R-LOG-1: a fetch from a LOG page with NX is delivered, never logged");
+    /* A write straddling into a page whose entry has no LOG: a violation, no record. */
+    hcount = 0;
+    ulpt_kset(va(tp[3]), ULPT_LOG, ULPT_LINE_NW(31));
+    ulpt_kset(va(tp[4]), 0, ULPT_LINE_NW(0));
+    r = run_user_default(u_write8, tp[4] - 4);
+    bm_ok(r == 0x80 && hcount == 1 && hlog[0].w[ULPT_FRAME_ADDR] == va(tp[4]) && log_count() == 2 &&
+          rdmsr(MSR_ULPT_LOG_INDEX) == 2,
+          "R-LOG-1: a write with a part denied without LOG is delivered (once, permitted) and not logged");
+    /* Inside the handler: logged too. */
+    ulpt_kset(va(tp[4]), 0, 0);
+    wrmsr(MSR_ULPT_STATUS, ULPT_STATUS_IN_HANDLER);
+    r = run_user_default(u_write8, tp[3] + PAGE - 8);
+    wrmsr(MSR_ULPT_STATUS, 0);
+    bm_ok(r == 0x80 && log_count() == 3, "R-LOG-1: an access inside the handler is logged");
+}
+
+/* Exactly once: records appear when the instruction completes; an instruction abandoned by a
+   delivery or a fault logs when it runs again; one record per access, two for a RMW. */
+struct movs_args { void *src, *dst; };
+extern char u_movsq_insn[];
+static void __attribute__((noinline)) u_movsq(void *p)
+{
+    struct movs_args *a = p;
+    void *s = a->src, *d = a->dst;
+    asm volatile(".globl u_movsq_insn\nu_movsq_insn: movsq" : "+S"(s), "+D"(d) :: "memory");
+}
+static void log2_once(void)
+{
+    uint64_t r;
+
+    fresh((uint64_t)ulpt_entry);
+    hreset(ACT_DRAIN);
+    log_setup(4, 0);
+    /* movs: the read of src is logged, then the write to dst is delivered (PERMIT). */
+    ulpt_kset(va(tp[1]), ULPT_LOG | ULPT_NR, 0);
+    ulpt_kset(va(tp[2]), 0, ULPT_LINE_NW(0));
+    struct movs_args ma = { tp[1], tp[2] };
+    r = run_user_default(u_movsq, &ma);
+    bm_ok(r == 0x80 && hcount == 1 && log_count() == 1 && rdmsr(MSR_ULPT_LOG_INDEX) == 1 &&
+          rec_is(0, va(tp[1]), ULPT_KIND_R, ULPT_REASON_PAGE, 8, (uint64_t)u_movsq_insn),
+          "R-LOG-2: movs whose write is delivered after its logged read: one record (%u, index %lu)",
+          log_count(), rdmsr(MSR_ULPT_LOG_INDEX));
+    /* The same with the write faulting (#PF, page not present): nothing logged, then once. */
+    ulpt_kset(va(tp[2]), 0, 0);
+    uint64_t *pte = pte_of(tp[2]), old = *pte;
+    *pte &= ~1ull;
+    invlpg(tp[2]);
+    r = run_user_default(u_movsq, &ma);
+    int none = r == 14 && log_count() == 1 && rdmsr(MSR_ULPT_LOG_INDEX) == 1;
+    *pte = old;
+    invlpg(tp[2]);
+    r = run_user_default(u_movsq, &ma);
+    bm_ok(none && r == 0x80 && log_count() == 2 && rdmsr(MSR_ULPT_LOG_INDEX) == 2,
+          "R-LOG-2: a #PF in a later access logs nothing; run again, one record");
+    /* A RMW: two records, a read and a write. */
+    ulpt_kset(va(tp[3]), ULPT_LOG, ULPT_LINE_NR(1) | ULPT_LINE_NW(1));
+    r = run_user_default(u_add, tp[3] + 128);
+    unsigned kinds = ULPT_INFO_KIND(rec(2)[ULPT_REC_INFO]) | ULPT_INFO_KIND(rec(3)[ULPT_REC_INFO]);
+    bm_ok(r == 0x80 && log_count() == 4 && kinds == (ULPT_KIND_R | ULPT_KIND_W) &&
+          rec(2)[ULPT_REC_START] == va(tp[3]) + 128 && rec(3)[ULPT_REC_START] == va(tp[3]) + 128,
+          "R-LOG-2: a read-modify-write logs its read and its write");
+    /* Straddling two logged lines and two pages: one record of the whole access. */
+    ulpt_kset(va(tp[4]), ULPT_LOG, ULPT_LINE_NW(0));
+    ulpt_kset(va(tp[3]), ULPT_LOG, ULPT_LINE_NW(31));
+    r = run_user_default(u_write8, tp[4] - 4);
+    bm_ok(r == 0x80 && log_count() == 5 &&
+          rec_is(4, va(tp[4]) - 4, ULPT_KIND_W, ULPT_REASON_LINE, 8, (uint64_t)u_write8_insn),
+          "R-LOG-2: a write straddling two logged pages has one record (" REC_FMT ")", REC_ARGS(4));
+    /* rep stosb over 3 logged lines: one record per iteration. */
+    log_setup(7, 0);
+    ulpt_kset(va(tp[5]), ULPT_LOG, ULPT_LINE_NW(0) | ULPT_LINE_NW(1) | ULPT_LINE_NW(2));
+    struct rep_args ra = { tp[5] + 100, 0, 120 };
+    r = run_user_default(u_stos, &ra);
+    bm_ok(r == 0x80 && log_count() == 120 && rec_is(0, va(tp[5]) + 100, ULPT_KIND_W, ULPT_REASON_LINE, 1,
+                                                    (uint64_t)u_stos_insn) &&
+          rec(119)[ULPT_REC_START] == va(tp[5]) + 219,
+          "R-LOG-2: rep stosb of 120 bytes over logged lines: 120 records, one per iteration (%u)", log_count());
+}
+
+/* R-LOG-3: a fault on the log's memory is the #PF of that write, at the instruction, which
+   is not done; the slot's words, V last. */
+static void log3_fault(void)
+{
+    uint64_t r;
+
+    fresh((uint64_t)ulpt_entry);
+    hreset(ACT_DRAIN);
+    log_setup(4, 0);
+    ulpt_kset(va(tp[1]), ULPT_LOG, ULPT_LINE_NW(0));
+    *(volatile uint64_t *)tp[1] = 0;
+    uint64_t *pte = pte_of(logbuf), old = *pte;
+    *pte &= ~2ull;                                 /* the log read-only */
+    invlpg(logbuf);
+    r = run_user_default(u_write8, tp[1]);
+    *pte = old;
+    invlpg(logbuf);
+    bm_ok(r == 14 && last_trap.cr2 == va(logbuf) && (last_trap.error & PF_W) &&
+          !(last_trap.error & ULPT_PF_ERROR_BIT) && last_trap.rip == (uint64_t)u_write8_insn &&
+          *(volatile uint64_t *)tp[1] == 0 && rdmsr(MSR_ULPT_LOG_INDEX) == 0,
+          "R-LOG-3: a read-only log: #PF of the record's write (cr2 %lx err %lx), the store not made",
+          last_trap.cr2, last_trap.error);
+    r = run_user_default(u_write8, tp[1]);
+    bm_ok(r == 0x80 && log_count() == 1 && *(volatile uint64_t *)tp[1] == 0x55,
+          "R-LOG-3: writable again, the instruction logs and completes");
+}
+
+/* R-LOG-4: a full log is a FULL violation at the access; the handler consumes and it runs
+   again; without a handler it escalates. */
+static void log4_full(void)
+{
+    uint64_t r;
+
+    fresh((uint64_t)ulpt_entry);
+    hreset(ACT_DRAIN);
+    log_setup(1, 0);                               /* 2 slots */
+    ulpt_kset(va(tp[1]), ULPT_LOG, ULPT_LINE_NW(0) | ULPT_LINE_NW(1));
+    run_user_default(u_write8, tp[1]);
+    run_user_default(u_write8, tp[1] + 8);
+    bm_ok(hcount == 0 && log_count() == 2, "R-LOG-4: two records fill a log of 2");
+    *(volatile uint64_t *)(tp[1] + 128) = 0;
+    r = run_user_default(u_write8, tp[1] + 128);
+    bm_ok(r == 0x80 && hcount == 1 && ULPT_INFO_REASON(hlog[0].w[ULPT_FRAME_INFO]) == ULPT_REASON_FULL &&
+          frame_is(&hlog[0], ULPT_KIND_W, va(tp[1]) + 128, va(tp[1]) + 128, 8) &&
+          hlog[0].w[ULPT_FRAME_RIP] == (uint64_t)u_write8_insn && log_drained == 2 && log_count() == 1 &&
+          rec_is(0, va(tp[1]) + 128, ULPT_KIND_W, ULPT_REASON_LINE, 8, (uint64_t)u_write8_insn) &&
+          *(volatile uint64_t *)(tp[1] + 128) == 0x55,
+          "R-LOG-4: the third: FULL delivered at the access, drained, run again and logged in slot 0 ("
+          FRAME_FMT ")", FRAME_ARGS(&hlog[0]));
+    /* 1,000 stores through a log of 2: none lost, none repeated. */
+    hcount = 0;
+    log_drained = 0;
+    log_setup(1, 0);
+    struct loop_args la = { (uint64_t *)tp[1], 1000 };
+    r = run_user_default(u_loop, &la);
+    bm_ok(r == 0x80 && log_drained + log_count() == 1000 && rdmsr(MSR_ULPT_LOG_INDEX) == 1000,
+          "R-LOG-4: 1,000 logged stores through 2 slots: %u drained + %u left", log_drained, log_count());
+    fresh(0);
+    log_setup(1, 0);
+    ulpt_kset(va(tp[1]), ULPT_LOG, ULPT_LINE_NW(0));
+    run_user_default(u_write8, tp[1]);
+    run_user_default(u_write8, tp[1]);
+    r = run_user_default(u_write8, tp[1] + 4);
+    bm_ok(escalated(r, ULPT_KIND_W, va(tp[1]) + 4) && log_count() == 2,
+          "R-LOG-4: a full log without a handler escalates (#PF, ULPT bit)");
+}
+
+/* R-LOG-5: the log event after the instruction whose record reaches THRESH waiting. */
+static void log5_event(void)
+{
+    uint64_t r;
+
+    fresh((uint64_t)ulpt_entry);
+    hreset(ACT_PERMIT);                             /* a LOG event: keep the records */
+    log_setup(2, 2);                               /* 4 slots, event at 2 waiting */
+    ulpt_kset(va(tp[1]), ULPT_LOG, ULPT_LINE_NW(0) | ULPT_LINE_NW(1));
+    r = run_user_default(u_write8_next, tp[1]);
+    bm_ok(r == 0x80 && hcount == 0 && log_count() == 1, "R-LOG-5: one record waiting: no event");
+    r = run_user_default(u_write8_next, tp[1] + 128);
+    bm_ok(r == 0x80 && hcount == 1 && ULPT_INFO_REASON(hlog[0].w[ULPT_FRAME_INFO]) == ULPT_REASON_LOG &&
+          hlog[0].w[ULPT_FRAME_RIP] == (uint64_t)u_write8_next_after &&
+          hlog[0].w[ULPT_FRAME_ENTRY0] == 2 && hlog[0].w[ULPT_FRAME_ADDR] == 0 &&
+          ULPT_INFO_KIND(hlog[0].w[ULPT_FRAME_INFO]) == 0 && log_count() == 2,
+          "R-LOG-5: two waiting: a LOG event before the next instruction (rip %lx, index %lu)",
+          hlog[0].w[ULPT_FRAME_RIP], hlog[0].w[ULPT_FRAME_ENTRY0]);
+    /* Consumed in the handler: no event until THRESH wait again; level-triggered after. */
+    hreset(ACT_DRAIN);
+    log_drain();
+    log_drained = 0;
+    r = run_user_default(u_write8_next, tp[1]);
+    int quiet = r == 0x80 && hcount == 0;
+    r = run_user_default(u_write8_next, tp[1]);
+    bm_ok(quiet && r == 0x80 && hcount == 1 && log_drained == 2 && log_count() == 0,
+          "R-LOG-5: drained, the event comes again at 2 waiting, and the handler drains them");
+    /* Inside the handler there is no event; the next record outside brings it. */
+    hreset(ACT_PERMIT);
+    wrmsr(MSR_ULPT_STATUS, ULPT_STATUS_IN_HANDLER);
+    run_user_default(u_write8_next, tp[1]);
+    run_user_default(u_write8_next, tp[1]);
+    wrmsr(MSR_ULPT_STATUS, 0);
+    quiet = hcount == 0 && log_count() == 2;
+    run_user_default(u_write8_next, tp[1]);
+    bm_ok(quiet && hcount == 1 && ULPT_INFO_REASON(hlog[0].w[ULPT_FRAME_INFO]) == ULPT_REASON_LOG,
+          "R-LOG-5: no event inside the handler; the next record outside brings it");
+}
+
+/* R-LOG-6: the slot's V is the only handshake: a slot cleared by software is reused, one still
+   valid stops the CPU (FULL) even when the index says it could go on. */
+static void log6_slots(void)
+{
+    uint64_t r;
+
+    fresh((uint64_t)ulpt_entry);
+    hreset(ACT_PERMIT);
+    log_setup(1, 0);
+    ulpt_kset(va(tp[1]), ULPT_LOG, ULPT_LINE_NW(0));
+    run_user_default(u_write8, tp[1]);
+    run_user_default(u_write8, tp[1]);
+    rec(0)[ULPT_REC_INFO] = 0;                     /* consumed out of order: slot 0 only */
+    r = run_user_default(u_write8, tp[1]);
+    int reused = r == 0x80 && hcount == 0 && log_count() == 2;
+    rec(1)[ULPT_REC_INFO] = 0;
+    r = run_user_default(u_write8, tp[1]);          /* index 3: slot 1, free */
+    r |= run_user_default(u_write8, tp[1]);         /* index 4: slot 0, still valid */
+    bm_ok(reused && hcount == 1 && ULPT_INFO_REASON(hlog[0].w[ULPT_FRAME_INFO]) == ULPT_REASON_FULL,
+          "R-LOG-6: a slot cleared by software is reused; a valid slot is never overwritten");
+}
+
+/* R-LOG-7: the index says where the next record goes; records already written stay. */
+static void log7_index(void)
+{
+    fresh((uint64_t)ulpt_entry);
+    hreset(ACT_DRAIN);
+    log_setup(3, 0);
+    ulpt_kset(va(tp[1]), ULPT_LOG, ULPT_LINE_NW(0));
+    run_user_default(u_write8, tp[1]);
+    wrmsr(MSR_ULPT_LOG_INDEX, 13);                 /* slot 5 */
+    run_user_default(u_write8, tp[1] + 8);
+    bm_ok(log_count() == 2 && rec_is(0, va(tp[1]), ULPT_KIND_W, ULPT_REASON_LINE, 8, (uint64_t)u_write8_insn) &&
+          rec_is(5, va(tp[1]) + 8, ULPT_KIND_W, ULPT_REASON_LINE, 8, (uint64_t)u_write8_insn) &&
+          rdmsr(MSR_ULPT_LOG_INDEX) == 14,
+          "R-LOG-7: after INDEX = 13 the next record is in slot 5, the first stays in slot 0");
+}
+
+/* R-COH-5 with a malformed entry: a page whose code ran before stops being fetched once one
+   store makes its entry malformed (a reserved bit, NX clear); 20 times in a row. */
+static void coh5_malformed(void)
+{
+    unsigned bad = 0;
+
+    fresh(0);
+    tp[2][0] = 0xc3;                                   /* ret */
+    for (int i = 0; i < 20; i++) {
+        uint64_t r;
+        ulpt_kset(va(tp[2]), 0, 0);
+        if (run_user_default(u_call, tp[2]) != 0x80) {
+            bad++;
+            continue;
+        }
+        struct view_args mf = { ulpt_view_entry(va(tp[2])), 1ull << 3, 0, 0 };
+        r = run_user_default(u_view_then_call, &mf);
+        bad += !escalated(r, ULPT_KIND_X, va(tp[2]));
+    }
+    ulpt_kset(va(tp[2]), 0, 0);
+    bm_ok(bad == 0, "R-COH-5: after one store making the entry malformed, a call into code that ran faults (%u of 20 missed)", bad);
+}
+
 static const struct test_case absent_tests[] = {
     { "R-ENUM-1", enum1_absent, 1 },
     { "R-ENUM-2", enum2_absent, 3 },
@@ -1691,8 +2043,8 @@ static const struct test_case absent_tests[] = {
 static const struct test_case ulpt_tests[] = {
     { "R-ENUM-1", enum1_present, 1 },
     { "R-STATE-1", state1_reset, 1 },
-    { "R-MSR-1", msr1_readback, 6 },
-    { "R-MSR-2", msr2_limits, 2 },
+    { "R-MSR-1", msr1_readback, 9 },
+    { "R-MSR-2", msr2_limits, 4 },
     { "R-MSR-3", msr3_apply, 3 },
     { "R-TBL-1:page", tbl1_page, 6 },
     { "R-TBL-1:lines", tbl1_lines, 3 },
@@ -1707,6 +2059,7 @@ static const struct test_case ulpt_tests[] = {
     { "R-COH-3", coh3_view, 1 },
     { "R-COH-4", coh4_kernel_store, 2 },
     { "R-COH-5", coh5_nx, 3 },
+    { "R-COH-5:malformed", coh5_malformed, 1 },
     { "R-ACC-1:straddle", acc1_straddle, 3 },
     { "R-ACC-1:instructions", acc1_instructions, 4 },
     { "R-ACC-1:cross-page", acc1_cross_page, 12 },
@@ -1742,6 +2095,13 @@ static const struct test_case ulpt_tests[] = {
     { "R-RET-4:irq", ret4_irq, 1 },
     { "R-RET-4:tf", ret4_tf, 3 },
     { "R-RET-4:frame-fault", ret4_frame_fault, 2 },
+    { "R-LOG-1", log1_logged, 6 },
+    { "R-LOG-2", log2_once, 5 },
+    { "R-LOG-3", log3_fault, 2 },
+    { "R-LOG-4", log4_full, 4 },
+    { "R-LOG-5", log5_event, 4 },
+    { "R-LOG-6", log6_slots, 1 },
+    { "R-LOG-7", log7_index, 1 },
 };
 
 void tests(void)

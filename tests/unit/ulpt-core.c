@@ -74,6 +74,9 @@ static void malformed(void)
     put(leaf_pa(va), 1ull << 3);
     tap_ok(ulpt_walk(0x1000, va, rd, NULL, &e) == ULPT_WALK_MALFORMED,
            "reserved leaf bit 3: malformed");
+    put(leaf_pa(va), ULPT_LOG | ULPT_NW);
+    tap_ok(ulpt_walk(0x1000, va, rd, NULL, &e) == ULPT_WALK_OK && e.page == (ULPT_LOG | ULPT_NW) &&
+           ulpt_page_denied(&e) == ULPT_KIND_W, "LOG (bit 8) is not reserved and denies nothing itself");
     put(leaf_pa(va), 1ull << 55);
     tap_ok(ulpt_walk(0x1000, va, rd, NULL, &e) == ULPT_WALK_MALFORMED,
            "reserved leaf bit 55: malformed");
@@ -186,6 +189,17 @@ static void msr_validation(void)
            "STKADJ: 16 bits");
     tap_ok(ulpt_msr_write_ok(MSR_ULPT_STATUS, 1, 48, 48) && !ulpt_msr_write_ok(MSR_ULPT_STATUS, 4, 48, 48),
            "STATUS: IN_HANDLER only");
+    tap_ok(ulpt_msr_write_ok(MSR_ULPT_LOG_BASE, 0, 48, 48) && ulpt_msr_write_ok(MSR_ULPT_LOG_BASE, 0x7fffffffffe0ull, 48, 48) &&
+           !ulpt_msr_write_ok(MSR_ULPT_LOG_BASE, 0x1010, 48, 48) &&
+           !ulpt_msr_write_ok(MSR_ULPT_LOG_BASE, 0x0000800000000000ull, 48, 48) &&
+           ulpt_msr_write_ok(MSR_ULPT_LOG_BASE, 0x0000800000000000ull, 48, 57),
+           "LOG_BASE: 0, or 32-byte aligned and canonical for the paging mode");
+    tap_ok(ulpt_msr_write_ok(MSR_ULPT_LOG_CTL, 24 | (1ull << 24) << 32, 48, 48) &&
+           ulpt_msr_write_ok(MSR_ULPT_LOG_CTL, 0, 48, 48) && !ulpt_msr_write_ok(MSR_ULPT_LOG_CTL, 25, 48, 48) &&
+           !ulpt_msr_write_ok(MSR_ULPT_LOG_CTL, 1ull << 5, 48, 48) &&
+           !ulpt_msr_write_ok(MSR_ULPT_LOG_CTL, 3 | 9ull << 32, 48, 48) &&
+           ulpt_msr_write_ok(MSR_ULPT_LOG_INDEX, ~0ull, 48, 48),
+           "LOG_CTL: SIZE at most 24, THRESH at most 2^SIZE, bits 31:5 reserved; LOG_INDEX any value");
 }
 
 /* Which pages a store into the view targets (what it must drop). */
@@ -250,11 +264,11 @@ static void escalation(void)
 
 static const struct test_case core_tests[] = {
     { "R-TBL-1:walk", walk, 6 },
-    { "R-TBL-2", malformed, 7 },
+    { "R-TBL-2", malformed, 8 },
     { "R-TBL-3", above_2_47, 1 },
     { "R-TBL-1:decision", decision, 16 },
     { "R-DEL-1:frame", frame, 6 },
-    { "R-MSR-2", msr_validation, 8 },
+    { "R-MSR-2", msr_validation, 10 },
     { "R-COH-1:view-targets", view_targets, 4 },
     { "R-COH-1:entry-store", entry_store, 5 },
     { "R-TBL-1:line-masks", lines_denied, 2 },

@@ -1,0 +1,197 @@
+/*
+ * The access log (docs/spec.md section 6.2).
+ *
+ * A logged access (ulpt-tlb.c decides which) is staged here as it is made:
+ * its record is written into its slot at once, without V, and remembered in
+ * env->ulpt.log_stage. Code translated for a thread with a log (HF_ULPT_LOG)
+ * tests log_staged at the start of each instruction: non-zero, the previous
+ * instruction has completed, and helper_ulpt_log_publish sets the V bits and
+ * advances ULPT_LOG_INDEX (R-LOG-2). An exception that abandons the
+ * instruction goes through x86_restore_state_to_opc, which forgets the staged
+ * records: the slots stay free and the instruction logs again when it runs
+ * again. So each access that completes has exactly one record, and a
+ * consumer on another CPU never sees a record of an abandoned instruction.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "qemu/osdep.h"
+#include "cpu.h"
+#include "exec/exec-all.h"
+#include "exec/cpu_ldst.h"
+#include "exec/helper-proto.h"
+#include "ulpt-core.h"
+#include "ulpt-deliver.h"
+#include "ulpt-log.h"
+
+static uint64_t slot_va(const UlptState *u, uint64_t index)
+{
+    uint64_t n = 1ull << (u->log_ctl & ULPT_LOG_CTL_SIZE_MASK);
+
+    return u->log_base + (index & (n - 1)) * ULPT_REC_SIZE;
+}
+
+static void forget(UlptState *u)
+{
+    u->log_staged = 0;
+    u->log_cover_size = 0;
+}
+
+void ulpt_log_cover(CPUX86State *env, uint64_t start, unsigned size,
+                    unsigned kind)
+{
+    env->ulpt.log_cover_start = start;
+    env->ulpt.log_cover_size = size;
+    env->ulpt.log_cover_kind = kind;
+}
+
+UlptLogStage ulpt_log_stage(CPUX86State *env, uint64_t start, unsigned size,
+                            unsigned kind, unsigned reason,
+                            const uint64_t *val, uintptr_t ra)
+{
+    UlptState *u = &env->ulpt;
+    unsigned n = u->log_staged;
+    int mmu_idx = cpu_mmu_index(env, false);
+    uint64_t va, info, value = 0;
+    uint8_t *host;
+
+    /* One record per access: parts of a wide or split access add none. */
+    if (u->log_cover_size && kind == u->log_cover_kind &&
+        start - u->log_cover_start < u->log_cover_size) {
+        return ULPT_LOG_STAGED;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        if (u->log_stage[i].ra == ra && u->log_stage[i].start == start &&
+            u->log_stage[i].kind == kind) {
+            return ULPT_LOG_STAGED;
+        }
+    }
+    if (n == ARRAY_SIZE(u->log_stage)) {
+        /* More accesses than any instruction makes (ENTER's 62 at most). */
+        return ULPT_LOG_FULL;
+    }
+    va = slot_va(u, u->log_index + n);
+    /*
+     * The slot through paging, not ULPT (R-LOG-3): a fault is the #PF of
+     * this write, at this instruction, which then logs nothing.
+     */
+    u->frame_access = true;
+    host = probe_access(env, va, ULPT_REC_SIZE, MMU_DATA_STORE, mmu_idx, ra);
+    if (!host) {
+        /* Not RAM (or a debugger's watchpoint): read through the slow path. */
+        info = cpu_ldq_le_mmuidx_ra(env, va + 8, mmu_idx, ra);
+    } else {
+        info = ldq_le_p(host + 8);
+    }
+    u->frame_access = false;
+    if (info & ULPT_REC_V) {
+        env->ulpt_stats.log_full++;
+        return ULPT_LOG_FULL;
+    }
+    info = (uint64_t)(kind & 7) | (uint64_t)(reason & 0xff) << 8 |
+           (uint64_t)MIN(size, 0xffff) << 16;
+    if (val && kind == ULPT_KIND_W) {
+        value = size >= 8 ? *val : *val & ((1ull << (8 * size)) - 1);
+        info |= ULPT_REC_VAL;
+    }
+    if (host) {
+        stq_le_p(host, start);
+        stq_le_p(host + 8, info);
+        stq_le_p(host + 16, u->log_rip);
+        stq_le_p(host + 24, value);
+    } else {
+        u->frame_access = true;
+        cpu_stq_le_mmuidx_ra(env, va, start, mmu_idx, ra);
+        cpu_stq_le_mmuidx_ra(env, va + 16, u->log_rip, mmu_idx, ra);
+        cpu_stq_le_mmuidx_ra(env, va + 24, value, mmu_idx, ra);
+        u->frame_access = false;
+    }
+    u->log_stage[n].host = host ? (uint64_t *)(host + 8) : NULL;
+    u->log_stage[n].va = va + 8;
+    u->log_stage[n].info = info | ULPT_REC_V;
+    u->log_stage[n].start = start;
+    u->log_stage[n].ra = ra;
+    u->log_stage[n].kind = kind;
+    u->log_staged = n + 1;
+    return ULPT_LOG_STAGED;
+}
+
+bool ulpt_log_publish(CPUX86State *env)
+{
+    UlptState *u = &env->ulpt;
+    unsigned n = u->log_staged;
+    uint64_t thresh = u->log_ctl >> ULPT_LOG_CTL_THRESH_SHIFT;
+    uint64_t *host;
+
+    if (!n) {
+        return false;
+    }
+    /* The other words first, then V (R-LOG-6). */
+    smp_wmb();
+    for (unsigned i = 0; i < n; i++) {
+        if (u->log_stage[i].host) {
+            qatomic_set(u->log_stage[i].host, cpu_to_le64(u->log_stage[i].info));
+        } else {
+            /*
+             * The slot is not RAM: written through the slow path, which
+             * cannot fault now that its instruction is done (the record is
+             * dropped if it does not take the write).
+             */
+            u->frame_access = true;
+            cpu_stq_le_mmuidx_ra(env, u->log_stage[i].va, u->log_stage[i].info,
+                                 cpu_mmu_index(env, false), 0);
+            u->frame_access = false;
+        }
+    }
+    u->log_index += n;
+    env->ulpt_stats.log_records += n;
+    forget(u);
+    if (!thresh) {
+        return false;
+    }
+    /* R-LOG-5: THRESH records back from the write index still in use. */
+    host = tlb_vaddr_to_host(env, slot_va(u, u->log_index - thresh) + 8,
+                             MMU_DATA_LOAD, cpu_mmu_index(env, false));
+    return host && (ldq_le_p(host) & ULPT_REC_V);
+}
+
+void ulpt_log_abandon(CPUX86State *env)
+{
+    forget(&env->ulpt);
+}
+
+void ulpt_log_event(CPUX86State *env, int intno, int is_int, int is_hw)
+{
+    /* A fault (not a trap) abandons its instruction. */
+    bool fault = !is_int && !is_hw && intno != EXCP01_DB &&
+                 intno != EXCP03_INT3 && intno != EXCP04_INTO;
+
+    if (fault) {
+        ulpt_log_abandon(env);
+    } else {
+        /* No log event here: the interrupt or trap comes first (R-LOG-5). */
+        ulpt_log_publish(env);
+    }
+}
+
+/*
+ * The start of an instruction, with records staged: the previous one has
+ * completed. A log event due is delivered before this instruction.
+ */
+void helper_ulpt_log_publish(CPUX86State *env)
+{
+    CPUState *cs = env_cpu(env);
+
+    if (!ulpt_log_publish(env) || !ulpt_can_deliver(env) ||
+        (env->hflags & HF_ULPT_PERMIT_MASK)) {
+        return;
+    }
+    cpu_restore_state(cs, GETPC());
+    env->ulpt.fault_addr = 0;
+    env->ulpt.fault_start = 0;
+    env->ulpt.fault_info = ulpt_info(0, 0, ULPT_REASON_LOG, 0);
+    env->ulpt.fault_entry0 = env->ulpt.log_index;
+    env->ulpt.fault_entry1 = 0;
+    env->ulpt_stats.log_events++;
+    ulpt_deliver(env);
+    cpu_loop_exit(cs);
+}
