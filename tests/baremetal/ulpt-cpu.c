@@ -2011,6 +2011,15 @@ static void log7_index(void)
           "R-LOG-7: after INDEX = 13 the next record is in slot 5, the first stays in slot 0");
 }
 
+/* Sets bits in word 0 of the entry with a read-modify-write (the view's entry then is warm for
+   loads, as in a library that ORs rights in), then calls the page. */
+static void u_view_or_then_call(void *v)
+{
+    struct view_args *a = v;
+    a->entry[0] |= a->page;
+    u_call(tp[2]);
+}
+
 /* R-COH-5 with a malformed entry: a page whose code ran before stops being fetched once one
    store makes its entry malformed (a reserved bit, NX clear); 20 times in a row. */
 static void coh5_malformed(void)
@@ -2027,7 +2036,7 @@ static void coh5_malformed(void)
             continue;
         }
         struct view_args mf = { ulpt_view_entry(va(tp[2])), 1ull << 3, 0, 0 };
-        r = run_user_default(u_view_then_call, &mf);
+        r = run_user_default(i & 1 ? u_view_then_call : u_view_or_then_call, &mf);
         bad += !escalated(r, ULPT_KIND_X, va(tp[2]));
     }
     ulpt_kset(va(tp[2]), 0, 0);
