@@ -30,6 +30,22 @@ static uint64_t slot_va(const UlptState *u, uint64_t index)
     return u->log_base + (index & (n - 1)) * ULPT_REC_SIZE;
 }
 
+/*
+ * The slot's host address straight from a TLB entry that maps its page as
+ * plain writable RAM (the usual case: the log was written a moment ago), or
+ * NULL: probe_access then walks, faults or handles the page's flags.
+ */
+static uint8_t *slot_host(CPUX86State *env, uint64_t va, int mmu_idx)
+{
+    CPUTLBEntry *te = tlb_entry(env, mmu_idx, va);
+    target_ulong w = tlb_addr_write(te);
+
+    if (tlb_hit(w, va) && !(w & ~TARGET_PAGE_MASK)) {
+        return (uint8_t *)(uintptr_t)(va + te->addend);
+    }
+    return NULL;
+}
+
 static void forget(UlptState *u)
 {
     u->log_staged = 0;
@@ -74,8 +90,11 @@ UlptLogStage ulpt_log_stage(CPUX86State *env, uint64_t start, unsigned size,
      * The slot through paging, not ULPT (R-LOG-3): a fault is the #PF of
      * this write, at this instruction, which then logs nothing.
      */
+    host = slot_host(env, va, mmu_idx);
     u->frame_access = true;
-    host = probe_access(env, va, ULPT_REC_SIZE, MMU_DATA_STORE, mmu_idx, ra);
+    if (!host) {
+        host = probe_access(env, va, ULPT_REC_SIZE, MMU_DATA_STORE, mmu_idx, ra);
+    }
     if (!host) {
         /* Not RAM (or a debugger's watchpoint): read through the slow path. */
         info = cpu_ldq_le_mmuidx_ra(env, va + 8, mmu_idx, ra);
