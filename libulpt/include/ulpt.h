@@ -37,6 +37,10 @@ extern "C" {
 #define ULPT_DENY_W     2u      /* stores */
 #define ULPT_DENY_X     4u      /* instruction fetch (pages only) */
 #define ULPT_DENY_RW    (ULPT_DENY_R | ULPT_DENY_W)
+#define ULPT_DENY_LOG   0x100u  /* with the rights above: the page's denied reads and writes are
+                                   logged, not delivered, in threads with an access log
+                                   (ulpt_log_start); a page property (see ulpt_log_start(3)) */
+#define ULPT_PAGE_MASK_ (7u | ULPT_DENY_LOG)     /* what a page's word 0 holds */
 
 enum ulpt_backend {
 	ULPT_BACKEND_AUTO = 0,      /* ULPT if the CPU and kernel have it, else mprotect */
@@ -135,7 +139,7 @@ ULPTINLINE volatile uint64_t *ulpt_entry_(const void *addr)
 /* Sets the denied rights of the page that holds addr (any address in it). */
 ULPTINLINE int ulpt_page_deny(void *addr, unsigned deny)
 {
-	if (ulpt_lib_state_.view && (uintptr_t)addr < ULPT_VA_LIMIT_ && !(deny & ~7u)) {
+	if (ulpt_lib_state_.view && (uintptr_t)addr < ULPT_VA_LIMIT_ && !(deny & ~ULPT_PAGE_MASK_)) {
 		ulpt_entry_(addr)[0] = deny;
 		return 0;
 	}
@@ -174,16 +178,101 @@ ULPTINLINE int ulpt_page_lines(void *addr, uint64_t word)
 	return ulpt_protect_line_word(addr, word);
 }
 
-/* The rights denied on the page that holds addr (page rights only), or a negative errno. */
+/* The rights denied on the page that holds addr (page rights only, with ULPT_DENY_LOG), or a
+ * negative errno. */
 ULPTINLINE int ulpt_page_rights(const void *addr)
 {
 	unsigned page;
 	int r;
 
 	if (ulpt_lib_state_.view && (uintptr_t)addr < ULPT_VA_LIMIT_)
-		return (int)(ulpt_entry_(addr)[0] & 7u);
+		return (int)(ulpt_entry_(addr)[0] & ULPT_PAGE_MASK_);
 	r = ulpt_get(addr, &page, NULL);
 	return r < 0 ? r : (int)page;
+}
+
+/*
+ * The access log (docs/spec.md 6.2, ulpt_log_start(3)). A thread with a log has the denied
+ * reads and writes of ULPT_DENY_LOG pages recorded in a ring of its own instead of delivered
+ * to the handler: the access completes and fn gets the records later, in batches, when
+ * thresh of them wait (thresh 0: never), when the ring is full, at ulpt_log_drain and at
+ * ulpt_log_stop; or on a consumer thread (ulpt_log_consumer_start). The ULPT backend has the
+ * CPU append them; the mprotect backend emulates it with the same ring. fn never sees a
+ * record twice, and no record is dropped.
+ */
+struct ulpt_log_rec {
+	uintptr_t start;    /* first byte of the access: it covers [start, start + size) */
+	size_t size;        /* bytes (65535 for a larger access); mprotect: 0 if not decoded */
+	unsigned kind;      /* ULPT_DENY_R or ULPT_DENY_W */
+	unsigned reason;    /* ULPT_REASON_PAGE_RIGHTS or ULPT_REASON_LINE_RIGHTS */
+	uintptr_t ip;       /* the instruction */
+	uint64_t value;     /* has_value: the first min(size, 8) bytes written, zero-extended */
+	int has_value;      /* value holds the bytes written (writes only) */
+};
+
+typedef void (*ulpt_log_fn)(const struct ulpt_log_rec *recs, size_t n, void *arg);
+
+int ulpt_log_start(unsigned size_shift, unsigned thresh, ulpt_log_fn fn, void *arg);
+int ulpt_log_drain(void);
+int ulpt_log_stop(void);
+int ulpt_log_consumer_start(void);
+int ulpt_log_consumer_stop(void);
+
+/* The ring itself, for reading records without the callback: 2^size_shift slots, a record as
+ * the CPU writes it (docs/spec.md 6.2), consumed in order from head. One consumer at a time:
+ * the calling thread, which the library's own drains (at a full ring, at the threshold) only
+ * interrupt at an access to a logged page; not while a consumer thread runs. */
+struct ulpt_log_slot {
+	uint64_t start;
+	uint64_t info;      /* bits 2:0 kind, 15:8 reason, 31:16 size, 32 value valid, 63 valid */
+	uint64_t ip;
+	uint64_t value;
+};
+struct ulpt_log_ring {
+	struct ulpt_log_slot *slots;
+	uint64_t mask;      /* slots - 1 */
+	uint64_t head;      /* the next record to read */
+};
+#define ULPT_LOG_VAL_   (1ull << 32)
+#define ULPT_LOG_V_     (1ull << 63)
+
+/* The calling thread's ring, or NULL without a log. */
+struct ulpt_log_ring *ulpt_log_ring(void);
+
+/* The oldest record not consumed, or NULL. */
+ULPTINLINE struct ulpt_log_slot *ulpt_log_peek(struct ulpt_log_ring *r)
+{
+	struct ulpt_log_slot *s = &r->slots[__atomic_load_n(&r->head, __ATOMIC_RELAXED) & r->mask];
+
+	return (__atomic_load_n(&s->info, __ATOMIC_ACQUIRE) & ULPT_LOG_V_) ? s : NULL;
+}
+
+/* Frees the slot ulpt_log_peek returned, once read, and moves on. Between the two, an access
+ * to a logged page may drain the ring under the reader: ulpt_log_next has no such gap. */
+ULPTINLINE void ulpt_log_consume(struct ulpt_log_ring *r, struct ulpt_log_slot *s)
+{
+	__atomic_store_n(&s->info, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&r->head, r->head + 1, __ATOMIC_RELAXED);
+}
+
+/* Takes the next record into *rec: 1, or 0 if none waits. */
+ULPTINLINE int ulpt_log_next(struct ulpt_log_ring *r, struct ulpt_log_rec *rec)
+{
+	struct ulpt_log_slot *s = ulpt_log_peek(r);
+	uint64_t info;
+
+	if (!s)
+		return 0;
+	info = s->info;
+	rec->start = s->start;
+	rec->size = (size_t)(info >> 16 & 0xffff);
+	rec->kind = (unsigned)(info & 7);
+	rec->reason = (unsigned)(info >> 8 & 0xff);
+	rec->ip = s->ip;
+	rec->value = s->value;
+	rec->has_value = (info & ULPT_LOG_VAL_) != 0;
+	ulpt_log_consume(r, s);
+	return 1;
 }
 
 /*

@@ -275,12 +275,27 @@ static void after_event(uint64_t *frame, ulpt_handler_t handler)
  * follow it in the same section: the emulated CPU chains translated blocks only within a page,
  * and each jump across pages costs a lookup, several per fault.
  */
-void ulpt_dispatch_(uint64_t *frame) __attribute__((visibility("hidden")));
+void ulpt_dispatch_(uint64_t *frame, int vec_saved) __attribute__((visibility("hidden")));
 __attribute__((section(".text.ulpt_fault"), aligned(4096)))
-void ulpt_dispatch_(uint64_t *frame)
+void ulpt_dispatch_(uint64_t *frame, int vec_saved)
 {
 	uint64_t info = frame[ULPT_FRAME_INFO];
-	ulpt_handler_t handler = __atomic_load_n(&ulpt_lib_.handler, __ATOMIC_ACQUIRE);
+	ulpt_handler_t handler;
+	int saved_errno;
+
+	if (__builtin_expect(!errno_ptr, 0))
+		errno_ptr = &errno;
+	saved_errno = *errno_ptr;
+
+	/* The access log's events are the library's (log.c): UIRET as the frame is, to the
+	 * access again (FULL) or to the next instruction (LOG). */
+	if (__builtin_expect(ULPT_INFO_REASON(info) == ULPT_REASON_FULL ||
+			     ULPT_INFO_REASON(info) == ULPT_REASON_LOG, 0)) {
+		ulpt_log_event_(ULPT_INFO_REASON(info), vec_saved);
+		*errno_ptr = saved_errno;
+		return;
+	}
+	handler = __atomic_load_n(&ulpt_lib_.handler, __ATOMIC_ACQUIRE);
 	struct ulpt_fault f = {
 		.addr = frame[ULPT_FRAME_ADDR],
 		.start = frame[ULPT_FRAME_START],
@@ -291,11 +306,6 @@ void ulpt_dispatch_(uint64_t *frame)
 		.entry = { frame[ULPT_FRAME_ENTRY0], frame[ULPT_FRAME_ENTRY1] },
 		.tid = my_tid(),
 	};
-	int saved_errno;
-
-	if (__builtin_expect(!errno_ptr, 0))
-		errno_ptr = &errno;
-	saved_errno = *errno_ptr;
 
 	if (__builtin_expect(f.reason == ULPT_REASON_AFTER, 0)) {
 		after_event(frame, handler);

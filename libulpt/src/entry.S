@@ -220,11 +220,13 @@ ulpt_default_fcw:
 	.cfi_restore_state
 .endm
 
+	/* ulpt_dispatch_(frame, vec_saved): the log callback needs the vector state saved. */
 	STUB_START ulpt_entry_gpr_
 	STUB_SAVE_GPRS
 	andq $-16, %rsp
 	cld
 	leaq 8(%rbp), %rdi
+	xorl %esi, %esi
 	call ulpt_dispatch_
 	RESTORE_GPRS_AND_RETURN
 	STUB_END ulpt_entry_gpr_
@@ -232,6 +234,7 @@ ulpt_default_fcw:
 	STUB_START ulpt_entry_xsave_
 	STUB_SAVE_GPRS
 	leaq 8(%rbp), %rdi
+	movl $1, %esi
 	XSAVE_CALL ulpt_dispatch_
 	RESTORE_GPRS_AND_RETURN
 	STUB_END ulpt_entry_xsave_
@@ -239,6 +242,7 @@ ulpt_default_fcw:
 	STUB_START ulpt_entry_avx_
 	STUB_SAVE_GPRS
 	leaq 8(%rbp), %rdi
+	movl $1, %esi
 	AVX_CALL ulpt_dispatch_
 	RESTORE_GPRS_AND_RETURN
 	STUB_END ulpt_entry_avx_
@@ -285,5 +289,59 @@ ulpt_after_tramp_:
 	ret $128
 	.cfi_endproc
 	.size ulpt_after_tramp_, . - ulpt_after_tramp_
+
+/*
+ * void ulpt_log_call_vec_(ulpt_log_fn fn, const struct ulpt_log_rec *recs, size_t n, void *arg):
+ * fn(recs, n, arg) with the vector and x87 state saved around it, as the after trampoline
+ * saves it: for a log drain in a handler entered through ulpt_entry_gpr_ (log.c), since the
+ * callback is ordinary C code whatever the handler's flags.
+ */
+	.globl ulpt_log_call_vec_
+	.hidden ulpt_log_call_vec_
+	.type ulpt_log_call_vec_, @function
+ulpt_log_call_vec_:
+	.cfi_startproc
+	pushq %rbp
+	.cfi_adjust_cfa_offset 8
+	.cfi_offset %rbp, -16
+	movq %rsp, %rbp
+	.cfi_def_cfa_register %rbp
+	pushq %rbx
+	.cfi_offset %rbx, -24
+	pushq %r12
+	.cfi_offset %r12, -32
+	pushq %r13
+	.cfi_offset %r13, -40
+	pushq %r14
+	.cfi_offset %r14, -48
+	subq $40, %rsp               /* RSP = RBP - 72, where the macros' XSAVE fallback starts */
+	movq %rdi, %rbx
+	movq %rsi, %r12
+	movq %rdx, %r13
+	movq %rcx, %r14
+	cmpb $0, ulpt_vec_avx_(%rip)
+	je 3f
+	AVX_CALL ulpt_log_thunk_
+	jmp 4f
+3:	XSAVE_CALL ulpt_log_thunk_
+4:	leaq -32(%rbp), %rsp
+	popq %r14
+	popq %r13
+	popq %r12
+	popq %rbx
+	popq %rbp
+	.cfi_def_cfa %rsp, 8
+	ret
+	.cfi_endproc
+	.size ulpt_log_call_vec_, . - ulpt_log_call_vec_
+
+/* The macros call a fixed label: it puts the arguments in place and goes to fn. */
+	.type ulpt_log_thunk_, @function
+ulpt_log_thunk_:
+	movq %r12, %rdi
+	movq %r13, %rsi
+	movq %r14, %rdx
+	jmp *%rbx
+	.size ulpt_log_thunk_, . - ulpt_log_thunk_
 
 	.section .note.GNU-stack, "", @progbits

@@ -37,6 +37,38 @@ int ulpt_mprotect_init_(void) HIDDEN;
 void ulpt_default_segv_(void) HIDDEN;
 void ulpt_tid_init_(void) HIDDEN;       /* dispatch.c: at ulpt_init */
 
+/* log.c: a thread's access log (ulpt_log_start), in one mapping: this, then the ring. */
+#define LOG_MAX_PEND 4
+struct ulpt_log_st {
+	struct ulpt_log_ring ring;      /* first: ulpt_log_ring() */
+	ulpt_log_fn fn;
+	void *arg;
+	size_t map_len;
+	uint32_t thresh;                /* as asked */
+	uint32_t cur_thresh;            /* in effect: 0 while a consumer thread runs */
+	int draining;                   /* a drain of this thread's is under way */
+	/* The consumer thread. */
+	int consumer_on;
+	volatile int stop;
+	uint32_t sleeping;              /* futex word: the consumer waits on it */
+	pthread_t consumer;
+	/* mprotect backend: the write index, and the records of the instruction being stepped,
+	 * appended when it completes (R-LOG-2). */
+	uint64_t index;
+	int planned;
+	unsigned npend;
+	uintptr_t pend_ip;
+	struct { uintptr_t start; uint32_t size; unsigned kind; uint64_t value; int has_value; }
+		pend[LOG_MAX_PEND];
+};
+extern __thread struct ulpt_log_st *ulpt_log_st_ __attribute__((tls_model("initial-exec"))) HIDDEN;
+int ulpt_log_drain_(struct ulpt_log_st *st, int vec_saved) HIDDEN;
+int ulpt_log_room_(const struct ulpt_log_st *st, unsigned n) HIDDEN;
+void ulpt_log_wait_(struct ulpt_log_st *st, unsigned n) HIDDEN;
+void ulpt_log_event_(unsigned reason, int vec_saved) HIDDEN;      /* FULL or LOG */
+void ulpt_log_fini_(void) HIDDEN;
+int ulpt_view_ensure_handler_(void) HIDDEN;      /* ulpt.c: this thread enters the stub */
+
 /* ool.c: the mprotect backend's out-of-line steps. */
 int ulpt_ool_init_(void) HIDDEN;
 #define ULPT_OOL_DONE 1ul
@@ -45,6 +77,14 @@ uintptr_t ulpt_ool_done_(uintptr_t rip, uintptr_t addr) HIDDEN;
 uintptr_t ulpt_ool_program_ip_(uintptr_t rip) HIDDEN;
 void ulpt_ool_cancel_(void *uc) HIDDEN;
 uintptr_t ulpt_ool_jump_(void) HIDDEN;
+/* The memory accesses of the instruction at ip, from the context's registers. */
+struct ulpt_ool_mem {
+	uintptr_t start;
+	uint32_t size;
+	unsigned kinds;                 /* ULPT_DENY_R | ULPT_DENY_W */
+};
+int ulpt_ool_mem_(uintptr_t ip, const void *uc, struct ulpt_ool_mem *m, int max) HIDDEN;
+int ulpt_ool_read_(uintptr_t addr, void *buf, size_t n) HIDDEN;
 
 
 /*

@@ -88,6 +88,7 @@ static unsigned char *slot(uintptr_t page_nr, int alloc)
  * stack page), and the page gets its new protection at once.
  */
 #define LIFTING 0x80u
+#define SLOT_LOG 0x08u          /* ULPT_DENY_LOG, in a byte */
 
 static unsigned slot_of(uintptr_t addr)
 {
@@ -95,9 +96,12 @@ static unsigned slot_of(uintptr_t addr)
 	return s ? __atomic_load_n(s, __ATOMIC_RELAXED) : 0;
 }
 
+/* The page's rights as the API gives them (ULPT_DENY_*). */
 static unsigned rights_of(uintptr_t addr)
 {
-	return slot_of(addr) & ~LIFTING;
+	unsigned b = slot_of(addr);
+
+	return (b & 7) | (b & SLOT_LOG ? ULPT_DENY_LOG : 0);
 }
 
 static int prot_for(unsigned deny)
@@ -116,7 +120,9 @@ static int mp_protect(void *addr, size_t len, unsigned deny)
 		unsigned char *s = slot(p >> 12, 1);
 		if (!s)
 			return -ENOMEM;
-		__atomic_store_n(s, (unsigned char)(deny ? deny : LIFTING), __ATOMIC_RELEASE);
+		unsigned b = (deny & 7) | (deny & ULPT_DENY_LOG ? SLOT_LOG : 0);
+
+		__atomic_store_n(s, (unsigned char)(b ? b : LIFTING), __ATOMIC_RELEASE);
 	}
 	if (mprotect(addr, len, prot_for(deny)) != 0)
 		return -errno;
@@ -141,6 +147,165 @@ static int mp_protect(void *addr, size_t len, unsigned deny)
 
 /* The single steps of ULPT_PERMIT and ULPT_PERMIT_STEP trap after the instruction (TF). */
 #define RFLAGS_TF 0x100ull
+
+/*
+ * The access log, emulated (ulpt_log_start; log.c keeps the ring). A denied read or write on a
+ * ULPT_DENY_LOG page, in a thread with a log, is let through as ULPT_PERMIT lets it, without
+ * the handler: its instruction's records are planned at its first such fault (capstone gives
+ * each access's start, size and kind) and appended when it completes, after its out-of-line
+ * run, with the value a write left; an instruction that does not complete appends nothing.
+ * A full ring drains before the instruction runs (or waits for the consumer thread), and the
+ * threshold drains after it, as the CPU's events do.
+ */
+
+/* How the pages of [start, start + size) take an access of kind k: 0 none denies it, 1 those
+ * that deny it log it, 2 one denies it without logging (a violation). */
+static int log_status(uintptr_t start, size_t size, unsigned k)
+{
+	uintptr_t last = start + (size ? size - 1 : 0);
+	int denied = 0;
+
+	if (last < start || last >= ULPT_VA_LIMIT_)
+		return 0;
+	for (uintptr_t p = start & ~(uintptr_t)(ULPT_PAGE_SIZE - 1); p <= last; p += ULPT_PAGE_SIZE) {
+		unsigned r = rights_of(p);
+
+		if (!(r & k))
+			continue;
+		if (!(r & ULPT_DENY_LOG))
+			return 2;
+		denied = 1;
+	}
+	return denied;
+}
+
+/* The records of the instruction at ip, whose access at addr faulted: each of its accesses
+ * that only logging pages deny, reads first (R-LOG-2). 1 if the faulting access is one of them
+ * (no handler), 0 if it goes to the handler. */
+static int log_plan(struct ulpt_log_st *lg, uintptr_t ip, ucontext_t *uc, uintptr_t addr,
+		    unsigned kind)
+{
+	struct ulpt_ool_mem m[LOG_MAX_PEND];
+	int n = ool_ready ? ulpt_ool_mem_(ip, uc, m, LOG_MAX_PEND) : -1, hit = -1, logged = 1;
+
+	for (int i = 0; i < n && hit < 0; i++)
+		if (addr >= m[i].start && addr - m[i].start < m[i].size)
+			hit = i;
+	if (hit < 0) {          /* not decoded: the faulting access alone, its size unknown */
+		m[0] = (struct ulpt_ool_mem){ addr, 0, kind };
+		n = 1;
+		hit = 0;
+	}
+	lg->planned = 1;
+	lg->npend = 0;
+	lg->pend_ip = ip;
+	for (unsigned k = ULPT_DENY_R; k <= ULPT_DENY_W; k <<= 1)
+		for (int i = 0; i < n; i++) {
+			int st = (m[i].kinds & k) ? log_status(m[i].start, m[i].size, k) : 0;
+
+			if (st == 2 && i == hit)
+				logged = 0;
+			if (st == 1 && lg->npend < LOG_MAX_PEND) {
+				lg->pend[lg->npend].start = m[i].start;
+				lg->pend[lg->npend].size = m[i].size;
+				lg->pend[lg->npend].kind = k;
+				lg->pend[lg->npend++].has_value = 0;
+			}
+		}
+	return logged;
+}
+
+/* The callback, as from the handler: a violation in it is one inside the handler. */
+static void log_drain_here(struct ulpt_log_st *lg)
+{
+	int was = in_handler;
+
+	in_handler = 1;
+	ulpt_log_drain_(lg, 1);
+	in_handler = was;
+}
+
+/* No room for n records (R-LOG-4): the consumer thread makes it, or a drain here; inside the
+ * handler the CPU would escalate. */
+static void log_full(struct ulpt_log_st *lg, unsigned n)
+{
+	if (lg->consumer_on)
+		ulpt_log_wait_(lg, n);
+	else if (in_handler)
+		ulpt_default_segv_();
+	else
+		log_drain_here(lg);
+}
+
+/* The instruction completed, its pages still open: what its writes left. */
+static void log_values(struct ulpt_log_st *lg)
+{
+	for (unsigned i = 0; lg && lg->planned && i < lg->npend; i++) {
+		uintptr_t a = lg->pend[i].start, last;
+		size_t n = lg->pend[i].size < 8 ? lg->pend[i].size : 8;
+		uint64_t v = 0;
+		int open = 1;
+
+		if (lg->pend[i].kind != ULPT_DENY_W || !n)
+			continue;
+		/* Readable: pages opened for the step, or not denied reads. Else as the kernel. */
+		last = a + n - 1;
+		for (uintptr_t p = a & ~(uintptr_t)(ULPT_PAGE_SIZE - 1); open && p <= last; p += ULPT_PAGE_SIZE) {
+			int k = 0;
+
+			while (k < step_n && step_page[k] != p)
+				k++;
+			open = k < step_n || !(rights_of(p) & ULPT_DENY_R);
+		}
+		if (open)
+			memcpy(&v, (const void *)a, n);
+		else if (ulpt_ool_read_(a, &v, n) != 0)
+			continue;
+		lg->pend[i].value = v;
+		lg->pend[i].has_value = 1;
+	}
+}
+
+/* ... and its records go to the ring (R-LOG-3), then a log event if thresh of them wait
+ * (R-LOG-5), unless an after-call is due (the CPU takes the after event there instead). */
+static void log_append(int after_due)
+{
+	struct ulpt_log_st *lg = ulpt_log_st_;
+	unsigned n;
+
+	if (!lg || !lg->planned)
+		return;
+	n = lg->npend;
+	lg->planned = 0;
+	lg->npend = 0;
+	for (unsigned i = 0; i < n; i++) {
+		struct ulpt_log_slot *s;
+		size_t size = lg->pend[i].size;
+
+		if (!ulpt_log_room_(lg, 1))
+			log_full(lg, 1);        /* the check before the step took a drain already */
+		s = &lg->ring.slots[lg->index & lg->ring.mask];
+		s->start = lg->pend[i].start;
+		s->ip = lg->pend_ip;
+		s->value = lg->pend[i].has_value ? lg->pend[i].value : 0;
+		__atomic_store_n(&s->info, lg->pend[i].kind | ULPT_REASON_PAGE_RIGHTS << 8 |
+				 (uint64_t)(size > 0xffff ? 0xffff : size) << 16 |
+				 (lg->pend[i].has_value ? ULPT_LOG_VAL_ : 0) | ULPT_LOG_V_, __ATOMIC_RELEASE);
+		lg->index++;
+	}
+	if (n && lg->cur_thresh && !after_due && !in_handler && !lg->draining &&
+	    (__atomic_load_n(&lg->ring.slots[(lg->index - lg->cur_thresh) & lg->ring.mask].info,
+			     __ATOMIC_ACQUIRE) & ULPT_LOG_V_))
+		log_drain_here(lg);
+}
+
+static void log_cancel(void)
+{
+	if (ulpt_log_st_) {
+		ulpt_log_st_->planned = 0;
+		ulpt_log_st_->npend = 0;
+	}
+}
 
 /*
  * The library's signal handlers. Signals that a handler could not take while the library's
@@ -275,6 +440,7 @@ static void ool_end(ucontext_t *uc, uintptr_t next_ip)
 {
 	greg_t *gr = uc->uc_mcontext.gregs;
 
+	log_values(ulpt_log_st_);
 	close_pages();
 	step_ool = 0;
 	gr[REG_RIP] = (greg_t)next_ip;
@@ -282,6 +448,7 @@ static void ool_end(ucontext_t *uc, uintptr_t next_ip)
 		gr[REG_EFL] |= RFLAGS_TF;
 	step_own_tf = 0;
 	uc->uc_sigmask = step_mask;
+	log_append(step_pending);
 	after_call(next_ip, &gr[REG_EFL]);
 	if (!(gr[REG_EFL] & RFLAGS_TF))
 		return;
@@ -302,6 +469,7 @@ static void ool_cancel(ucontext_t *uc)
 {
 	ulpt_ool_cancel_(uc);
 	close_pages();
+	log_cancel();
 	step_ool = 0;
 	step_pending = 0;
 	if (step_own_tf)
@@ -318,8 +486,9 @@ static void on_segv(int sig, siginfo_t *si, void *ucv)
 	unsigned deny = si->si_code == SEGV_ACCERR && addr < ULPT_VA_LIMIT_ ? rights_of(addr) : 0;
 	unsigned kind = (gr[REG_ERR] & 16) ? ULPT_DENY_X : (gr[REG_ERR] & 2) ? ULPT_DENY_W : ULPT_DENY_R;
 	ulpt_handler_t handler = __atomic_load_n(&ulpt_lib_.handler, __ATOMIC_ACQUIRE);
+	struct ulpt_log_st *lg = ulpt_log_st_;
 	enum ulpt_action act;
-	int saved_errno = errno;
+	int saved_errno = errno, logged = 0;
 	uintptr_t ip = (uintptr_t)gr[REG_RIP];
 
 	if (step_ool && step_n) {
@@ -345,8 +514,19 @@ static void on_segv(int sig, siginfo_t *si, void *ucv)
 		chain(&old_segv, sig, si, ucv);     /* not one of ours */
 		return;
 	}
-	if (!(deny & kind)) {
-		act = ULPT_PERMIT;                  /* allowed by its rights, denied by mprotect */
+	if (lg && !step_n)
+		lg->planned = 0;                    /* a new instruction: its own records */
+	if (lg && (deny & ULPT_DENY_LOG) && kind != ULPT_DENY_X) {
+		if (lg->planned) {
+			logged = 1;                 /* another page of a planned instruction */
+		} else {
+			logged = log_plan(lg, ip, uc, addr, kind);
+			if (!step_n && !ulpt_log_room_(lg, lg->npend))
+				log_full(lg, lg->npend);        /* else when it completes */
+		}
+	}
+	if (logged || !(deny & kind)) {
+		act = ULPT_PERMIT;                  /* logged, or allowed by its rights */
 	} else if (in_handler || !handler) {
 		ulpt_default_segv_();               /* a fault inside the handler, or no handler */
 		return;
@@ -414,10 +594,12 @@ static void on_trap(int sig, siginfo_t *si, void *ucv)
 		return;
 	}
 	/* The permitted instruction is done: close its pages again with their current rights. */
+	log_values(ulpt_log_st_);
 	close_pages();
 	if (!step_own_tf)
 		uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)RFLAGS_TF;
 	uc->uc_sigmask = step_mask;         /* asynchronous signals wait no longer */
+	log_append(step_pending);
 	after_call((uintptr_t)uc->uc_mcontext.gregs[REG_RIP], &uc->uc_mcontext.gregs[REG_EFL]);
 	errno = saved_errno;
 	/* The program's single step, after ours (unless the after-call took it over: TF clear). */
@@ -513,7 +695,7 @@ static int mp_protect_lines(void *addr, size_t len, unsigned deny)
  * call when that is what it has. */
 static int mp_line_word(uintptr_t page, uint64_t word)
 {
-	unsigned any = 0;
+	unsigned any = rights_of(page) & ULPT_DENY_LOG;     /* the page's, as word 0's on ULPT */
 
 	for (unsigned i = 0; i < 32; i++)
 		any |= (unsigned)(word >> (2 * i)) & 3;

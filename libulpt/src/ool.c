@@ -462,6 +462,80 @@ uintptr_t ulpt_ool_prepare_(uintptr_t ip, void *ucv)
 	return (uintptr_t)t->code;
 }
 
+/* A segment register's base (FS and GS; the others are 0 in 64-bit mode). */
+static uint64_t seg_base(x86_reg seg)
+{
+	unsigned long b = 0;
+
+	if (seg == X86_REG_FS || seg == X86_REG_GS)
+		syscall(SYS_arch_prctl, seg == X86_REG_FS ? 0x1003 /* ARCH_GET_FS */ : 0x1004, &b);
+	return b;
+}
+
+/*
+ * The memory accesses of the instruction at ip with the registers of the context (the
+ * program's, but RIP): its explicit memory operands, and the stack slot of a push, pop, call
+ * or return. Up to max of them, their number, or -1 if it cannot be decoded. For the access
+ * log: what the CPU would record as start, size and kind.
+ */
+int ulpt_ool_mem_(uintptr_t ip, const void *ucv, struct ulpt_ool_mem *m, int max)
+{
+	const greg_t *gr = ((const ucontext_t *)ucv)->uc_mcontext.gregs;
+	uint8_t code[16];
+	const uint8_t *c = code;
+	size_t left;
+	uint64_t pc = ip;
+	long got;
+	int n = 0;
+
+	if (!insn)
+		return -1;
+	got = syscall(SYS_pread64, code_fd, code, sizeof(code), (off_t)ip);
+	if (got <= 0 || (code[0] == 0xcc && code_from_file(ip, code, (size_t)got) < 0))
+		return -1;
+	left = (size_t)got;
+	while (__atomic_exchange_n(&decode_lock, 1, __ATOMIC_ACQUIRE))
+		__builtin_ia32_pause();
+	if (!cap.disasm_iter(cs, &c, &left, &pc, insn)) {
+		__atomic_store_n(&decode_lock, 0, __ATOMIC_RELEASE);
+		return -1;
+	}
+	const cs_x86 *x = &insn->detail->x86;
+	for (int i = 0; i < x->op_count && n < max; i++) {
+		const cs_x86_op *o = &x->operands[i];
+		uint64_t a = (uint64_t)o->mem.disp;
+		int b = greg_of(o->mem.base), ix = greg_of(o->mem.index);
+
+		if (o->type != X86_OP_MEM || !(o->access & (CS_AC_READ | CS_AC_WRITE)) ||
+		    insn->id == X86_INS_LEA)
+			continue;
+		if (o->mem.base == X86_REG_RIP)
+			a += ip + insn->size;
+		else if (b >= 0)
+			a += (uint64_t)gr[b];
+		else if (o->mem.base != X86_REG_INVALID)
+			continue;               /* a 32-bit base: not worth it */
+		if (ix >= 0)
+			a += (uint64_t)gr[ix] * (uint64_t)o->mem.scale;
+		else if (o->mem.index != X86_REG_INVALID)
+			continue;               /* VSIB: a vector of addresses */
+		a += seg_base(o->mem.segment);
+		m[n++] = (struct ulpt_ool_mem){ a, o->size, o->access & (CS_AC_READ | CS_AC_WRITE) };
+	}
+	if (n < max && (insn->id == X86_INS_PUSH || insn->id == X86_INS_CALL))
+		m[n++] = (struct ulpt_ool_mem){ (uintptr_t)gr[REG_RSP] - 8, 8, ULPT_DENY_W };
+	else if (n < max && (insn->id == X86_INS_POP || insn->id == X86_INS_RET))
+		m[n++] = (struct ulpt_ool_mem){ (uintptr_t)gr[REG_RSP], 8, ULPT_DENY_R };
+	__atomic_store_n(&decode_lock, 0, __ATOMIC_RELEASE);
+	return n;
+}
+
+/* n bytes at addr as the kernel reads them, whatever their rights: 0 or -1. */
+int ulpt_ool_read_(uintptr_t addr, void *buf, size_t n)
+{
+	return code_fd >= 0 && pread(code_fd, buf, n, (off_t)addr) == (ssize_t)n ? 0 : -1;
+}
+
 /* Where to send a program that single-steps itself (TF) once its out-of-line instruction is
  * done: a jump to its next instruction, so that its trap comes there, before that one runs,
  * as after the instruction in place. */

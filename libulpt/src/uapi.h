@@ -14,6 +14,8 @@
 #define ARCH_ULPT_DISABLE       0x6002
 #define ARCH_ULPT_SET_HANDLER   0x6003
 #define ARCH_ULPT_GET_STATE     0x6004
+#define ARCH_ULPT_SET_LOG       0x6005
+#define ARCH_ULPT_GET_LOG       0x6006
 
 struct ulpt_enable_arg {
 	uint64_t flags;
@@ -28,6 +30,15 @@ struct ulpt_state_arg {
 	uint64_t handler;
 	uint64_t stack_adjust;
 	uint64_t table_bytes;
+};
+
+/* The calling thread's access log (struct ulpt_log): base 0 removes it; flags 0. */
+struct ulpt_log_arg {
+	uint64_t base;
+	uint32_t size_shift;
+	uint32_t thresh;
+	uint64_t index;
+	uint64_t flags;
 };
 
 #ifndef SEGV_ULPTERR

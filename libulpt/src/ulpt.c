@@ -134,6 +134,9 @@ static int view_protect(void *addr, size_t len, unsigned deny)
 
 static int view_protect_lines(void *addr, size_t len, unsigned deny)
 {
+	unsigned log = deny & ULPT_DENY_LOG;
+
+	deny &= ULPT_DENY_RW;
 	for (uintptr_t p = (uintptr_t)addr; p < (uintptr_t)addr + len;) {
 		/* Whole lines of one page with one read-modify-write of its line word. */
 		uintptr_t end = (p | (ULPT_PAGE_SIZE - 1)) + 1;
@@ -150,6 +153,8 @@ static int view_protect_lines(void *addr, size_t len, unsigned deny)
 		/* One load and one store: see ulpt_line_deny in ulpt.h about concurrent changes. */
 		volatile uint64_t *w = &ulpt_entry_((void *)p)[1];
 		*w = (*w & ~mask) | set;
+		if (log && !(w[-1] & ULPT_LOG))
+			w[-1] |= ULPT_LOG;      /* LOG is the page's (word 0) */
 		p = end;
 	}
 	return 0;
@@ -163,8 +168,19 @@ static int view_line_word(uintptr_t page, uint64_t word)
 
 static void view_get(uintptr_t a, unsigned *page, unsigned *line)
 {
-	*page = (unsigned)(ulpt_entry_((void *)a)[0] & 7);
+	*page = (unsigned)(ulpt_entry_((void *)a)[0] & ULPT_PAGE_MASK_);
 	*line = (unsigned)(ulpt_entry_((void *)a)[1] >> (2 * ((a >> 7) & 31))) & 3;
+}
+
+/* Log events reach the thread through the library's stub: this thread gets it if it has no
+ * handler yet (violations then end in SIGSEGV, as without one). */
+int ulpt_view_ensure_handler_(void)
+{
+	struct ulpt_state_arg st;
+
+	if (arch_prctl(ARCH_ULPT_GET_STATE, (unsigned long)&st) != 0)
+		return -errno;
+	return st.handler ? 0 : view_set_handler(0);
 }
 
 static struct sigaction *view_chained(int sig)
@@ -230,6 +246,8 @@ int ulpt_fini(void)
 {
 	int r;
 
+	if (ulpt_lib_state_.backend)
+		ulpt_log_fini_();
 	pthread_mutex_lock(&ulpt_lib_.lock);
 	if (!ulpt_lib_state_.backend) {
 		r = -EINVAL;
@@ -274,7 +292,7 @@ int ulpt_protect(void *addr, size_t len, unsigned deny)
 
 	if (r)
 		return r;
-	if (deny & ~(ULPT_DENY_R | ULPT_DENY_W | ULPT_DENY_X))
+	if (deny & ~(ULPT_DENY_R | ULPT_DENY_W | ULPT_DENY_X | ULPT_DENY_LOG))
 		return -EINVAL;
 	return ops->protect(addr, len, deny);
 }
@@ -285,7 +303,7 @@ int ulpt_protect_lines(void *addr, size_t len, unsigned deny)
 
 	if (r)
 		return r;
-	if (deny & ~(ULPT_DENY_R | ULPT_DENY_W))
+	if (deny & ~(ULPT_DENY_R | ULPT_DENY_W | ULPT_DENY_LOG))
 		return -EINVAL;     /* lines have no execute right */
 	return ops->protect_lines(addr, len, deny);
 }

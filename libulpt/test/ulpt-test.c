@@ -1095,6 +1095,306 @@ static int t_stack_page(void)
 	return 0;
 }
 
+/* --- the access log --------------------------------------------------------------------- */
+#define LREC_MAX 64
+static struct ulpt_log_rec lrecs[LREC_MAX];
+static volatile int lrec_n, lcalls;
+static size_t lbatch[16];
+static volatile pid_t ltid;
+
+/* Keeps the first records and the batch sizes. */
+static void log_collect(const struct ulpt_log_rec *r, size_t n, void *arg)
+{
+	(void)arg;
+	if (lcalls < 16)
+		lbatch[lcalls] = n;
+	lcalls++;
+	ltid = gettid();
+	for (size_t i = 0; i < n; i++, lrec_n++)
+		if (lrec_n < LREC_MAX)
+			lrecs[lrec_n] = r[i];
+}
+
+/* Checks that the records are writes of 0, 1, 2, ... in order, each once. */
+static volatile uint64_t lseq_next, lseq_bad;
+static void log_sequence(const struct ulpt_log_rec *r, size_t n, void *arg)
+{
+	(void)arg;
+	lcalls++;
+	ltid = gettid();
+	for (size_t i = 0; i < n; i++, lseq_next++)
+		if (r[i].kind != ULPT_DENY_W || !r[i].has_value || r[i].value != lseq_next ||
+		    r[i].size != 8)
+			lseq_bad++;
+}
+
+static int rec_is(const struct ulpt_log_rec *r, const volatile void *start, size_t size,
+		  unsigned kind, const void *ip)
+{
+	return r->start == (uintptr_t)start && r->size == size && r->kind == kind &&
+	       r->ip == (uintptr_t)ip && r->reason == ULPT_REASON_PAGE_RIGHTS;
+}
+
+/* A load, a store, a read-modify-write and a store across a page boundary, each at a label. */
+extern const char lg_load[], lg_store[], lg_rmw[], lg_cross[];
+static void __attribute__((noinline)) log_accesses(volatile uint64_t *p, uint64_t v)
+{
+	uint64_t t;
+
+	asm volatile("lg_load: movq 8(%1), %0\n"
+		     "lg_store: movl $0x11223344, 16(%1)\n"
+		     "lg_rmw: addq $5, 24(%1)\n"
+		     "lg_cross: movq %2, 4092(%1)\n"
+		     : "=&r"(t) : "r"(p), "r"(v) : "memory", "cc");
+}
+
+static int t_log_records(void)
+{
+	volatile uint64_t *p = pages(4);
+	volatile char *q = (volatile char *)(p + 1024);         /* pages 2 and 3 */
+	const struct ulpt_log_rec *r = lrecs;
+	unsigned page;
+
+	CHECK(setup(ULPT_PERMIT) == 0, "setup");
+	CHECK(ulpt_protect((void *)p, 4096, ULPT_DENY_RW | ULPT_DENY_LOG) == 0 &&
+	      ulpt_protect((void *)(p + 512), 4096, ULPT_DENY_W | ULPT_DENY_LOG) == 0 &&
+	      ulpt_protect((void *)(q + 4096), 4096, ULPT_DENY_W | ULPT_DENY_LOG) == 0, "protect");
+	CHECK(ulpt_get((void *)p, &page, NULL) == 0 && page == (ULPT_DENY_RW | ULPT_DENY_LOG) &&
+	      ulpt_page_rights((void *)(p + 512)) == (int)(ULPT_DENY_W | ULPT_DENY_LOG),
+	      "ulpt_get and ulpt_page_rights report ULPT_DENY_LOG (%#x)", page);
+	CHECK(ulpt_log_start(6, 0, log_collect, NULL) == 0, "start");
+	log_accesses(p, 0x0102030405060708ull);
+	/* Across into a logged page from an open one. */
+	*(volatile uint32_t *)(q + 4094) = 0xaabbccdd;
+	CHECK(h_count == 0 && lcalls == 0, "no delivery, no callback yet (%d, %d)", h_count, lcalls);
+	CHECK(ulpt_log_drain() == 6 && lrec_n == 6 && lcalls == 1, "six records drained at once (%d)", lrec_n);
+	CHECK(rec_is(&r[0], p + 1, 8, ULPT_DENY_R, lg_load) && !r[0].has_value, "the load");
+	CHECK(rec_is(&r[1], p + 2, 4, ULPT_DENY_W, lg_store) && r[1].has_value &&
+	      r[1].value == 0x11223344, "the store, with its value (%#lx)", (unsigned long)r[1].value);
+	CHECK(rec_is(&r[2], p + 3, 8, ULPT_DENY_R, lg_rmw) && !r[2].has_value &&
+	      rec_is(&r[3], p + 3, 8, ULPT_DENY_W, lg_rmw) && r[3].has_value && r[3].value == 5,
+	      "the read-modify-write: its read, then its write with the new value (kinds %u %u, %#lx)",
+	      r[2].kind, r[3].kind, (unsigned long)r[3].value);
+	CHECK(rec_is(&r[4], (char *)p + 4092, 8, ULPT_DENY_W, lg_cross) &&
+	      r[4].value == 0x0102030405060708ull, "a store across two logged pages: one record");
+	CHECK(r[5].start == (uintptr_t)(q + 4094) && r[5].size == 4 && r[5].kind == ULPT_DENY_W &&
+	      r[5].value == 0xaabbccdd, "a store from an open page into a logged one: its start (%#lx %zu)",
+	      (unsigned long)r[5].start, r[5].size);
+	CHECK(ulpt_log_drain() == 0 && lcalls == 1, "nothing left, no call");
+	/* Reading the page logs the reads too. */
+	CHECK(p[3] == 5 && p[2] == 0x11223344 && ulpt_log_drain() == 2 && lrecs[6].kind == ULPT_DENY_R &&
+	      lrecs[6].start == (uintptr_t)&p[3], "the accesses were made; reading them logs two reads");
+	lrec_n = 6;
+	if (backend == ULPT_BACKEND_ULPT) {
+		/* Line rights with LOG: the page's word 0 gets ULPT_DENY_LOG. */
+		CHECK(ulpt_protect_lines((void *)(q + 128), 128, ULPT_DENY_W | ULPT_DENY_LOG) == 0 &&
+		      ulpt_page_rights((void *)q) == (int)ULPT_DENY_LOG, "lines with LOG");
+		q[130] = 1;
+		CHECK(ulpt_log_drain() == 1 && lrecs[6].reason == ULPT_REASON_LINE_RIGHTS &&
+		      lrecs[6].start == (uintptr_t)(q + 130) && lrecs[6].size == 1, "a line's record");
+	} else {
+		CHECK(ulpt_protect_lines((void *)q, 128, ULPT_DENY_W | ULPT_DENY_LOG) == -EOPNOTSUPP,
+		      "lines need ULPT");
+	}
+	CHECK(h_count == 0, "the handler was never called (%d)", h_count);
+	return 0;
+}
+
+/* A threshold of 4 records: the callback gets them after the instruction that makes 4 wait. */
+static int t_log_thresh(void)
+{
+	volatile uint64_t *p = pages(1);
+
+	CHECK(setup(ULPT_PERMIT) == 0 && ulpt_protect((void *)p, 4096, ULPT_DENY_W | ULPT_DENY_LOG) == 0 &&
+	      ulpt_log_start(4, 4, log_collect, NULL) == 0, "setup");
+	for (int i = 0; i < 3; i++)
+		p[i] = i + 1;
+	CHECK(lcalls == 0, "three records wait");
+	p[3] = 4;
+	CHECK(lcalls == 1 && lbatch[0] == 4 && ltid == gettid(), "the fourth: a batch of 4 on this thread (%d, %zu)",
+	      lcalls, lbatch[0]);
+	for (int i = 4; i < 10; i++)
+		p[i] = i + 1;
+	CHECK(lcalls == 2 && lbatch[1] == 4 && lrec_n == 8, "the eighth: another 4 (%d, %d)", lcalls, lrec_n);
+	CHECK(ulpt_log_drain() == 2 && lcalls == 3 && lrec_n == 10, "the drain takes the last 2");
+	for (int i = 0; i < 10; i++)
+		CHECK(lrecs[i].start == (uintptr_t)&p[i] && lrecs[i].value == (uint64_t)i + 1 &&
+		      lrecs[i].has_value, "record %d in order (%#lx)", i, (unsigned long)lrecs[i].value);
+	CHECK(h_count == 0, "no LOG event reached the handler (%d)", h_count);
+	return 0;
+}
+
+/* A ring of 16 records and 100,000 logged stores (20,000 on mprotect, a signal each): full
+ * again and again, each record once. */
+static int t_log_full(void)
+{
+	volatile uint64_t *p = pages(1);
+	int n, full = backend == ULPT_BACKEND_ULPT ? 100000 : 20000;
+
+	CHECK(setup(ULPT_PERMIT) == 0 && ulpt_protect((void *)p, 4096, ULPT_DENY_W | ULPT_DENY_LOG) == 0 &&
+	      ulpt_log_start(4, 0, log_sequence, NULL) == 0, "setup");
+	for (int i = 0; i < full; i++)
+		p[i & 7] = (uint64_t)i;
+	n = ulpt_log_stop();
+	CHECK(n > 0 && n <= 16, "stop drains the rest (%d)", n);
+	CHECK(lseq_next == (uint64_t)full && lseq_bad == 0,
+	      "every store once, in order (%lu records, %lu wrong)", (unsigned long)lseq_next,
+	      (unsigned long)lseq_bad);
+	CHECK(lcalls >= full / 16, "a drain per full ring (%d calls)", lcalls);
+	CHECK(h_count == 0, "no FULL reached the handler (%d)", h_count);
+	return 0;
+}
+
+/* A consumer thread drains a ring of 4: the producer is only stopped when it is full, and
+ * waits for the consumer then (which may be asleep). 50,000 records (10,000 on mprotect). */
+static int t_log_consumer(void)
+{
+	volatile uint64_t *p = pages(1);
+	int n = backend == ULPT_BACKEND_ULPT ? 50000 : 10000;
+
+	CHECK(setup(ULPT_PERMIT) == 0 && ulpt_protect((void *)p, 4096, ULPT_DENY_W | ULPT_DENY_LOG) == 0 &&
+	      ulpt_log_start(2, 4, log_sequence, NULL) == 0, "setup");
+	CHECK(ulpt_log_consumer_start() == 0, "consumer start");
+	CHECK(ulpt_log_consumer_start() == -EBUSY && ulpt_log_drain() == -EBUSY, "one consumer at a time");
+	for (int i = 0; i < n; i++)
+		p[i & 7] = (uint64_t)i;
+	CHECK(ulpt_log_consumer_stop() == 0, "consumer stop");
+	CHECK(lseq_next == (uint64_t)n && lseq_bad == 0, "every store once, in order (%lu, %lu wrong)",
+	      (unsigned long)lseq_next, (unsigned long)lseq_bad);
+	CHECK(ltid != gettid(), "the callback ran on the consumer thread");
+	/* The threshold is back: 16 more stores, a callback here. */
+	for (int i = n; i < n + 16; i++)
+		p[i & 7] = (uint64_t)i;
+	CHECK(ltid == gettid() && lseq_next == (uint64_t)n + 16 && lseq_bad == 0,
+	      "after stop, the threshold's callback on this thread (%lu)", (unsigned long)lseq_next);
+	CHECK(ulpt_log_stop() == 0 && h_count == 0, "nothing left, no delivery (%d)", h_count);
+	return 0;
+}
+
+/* A thread without a log has its accesses to ULPT_DENY_LOG pages delivered. */
+static volatile uint64_t *nolog_page;
+static void *nolog_writer(void *a)
+{
+	(void)a;
+	nolog_page[1] = 7;
+	return NULL;
+}
+
+static int t_log_no_log_thread(void)
+{
+	pthread_t t;
+
+	nolog_page = pages(1);
+	CHECK(setup(ULPT_PERMIT) == 0 &&
+	      ulpt_protect((void *)nolog_page, 4096, ULPT_DENY_W | ULPT_DENY_LOG) == 0, "setup");
+	nolog_page[0] = 1;
+	CHECK(h_count == 1 && h_last.kind == ULPT_DENY_W && h_last.addr == (uintptr_t)nolog_page,
+	      "without a log: delivered (%d)", h_count);
+	CHECK(ulpt_log_start(4, 0, log_collect, NULL) == 0, "start");
+	nolog_page[0] = 2;
+	CHECK(h_count == 1, "with a log: logged (%d)", h_count);
+	CHECK(pthread_create(&t, NULL, nolog_writer, NULL) == 0 && pthread_join(t, NULL) == 0, "thread");
+	CHECK(h_count == 2 && h_last.addr == (uintptr_t)&nolog_page[1] && h_last.tid != gettid(),
+	      "another thread, without a log: delivered there (%d)", h_count);
+	CHECK(ulpt_log_stop() == 1 && lrec_n == 1 && lrecs[0].value == 2 && nolog_page[1] == 7,
+	      "this thread's one record (%d)", lrec_n);
+	nolog_page[0] = 3;
+	CHECK(h_count == 3, "after ulpt_log_stop: delivered again (%d)", h_count);
+	return 0;
+}
+
+/* The ring read directly: peek and consume, next, then the callback takes what is left. */
+static int t_log_raw(void)
+{
+	volatile uint64_t *p = pages(1);
+	struct ulpt_log_ring *r;
+	struct ulpt_log_slot *s;
+	struct ulpt_log_rec rec;
+
+	CHECK(setup(ULPT_PERMIT) == 0 && ulpt_protect((void *)p, 4096, ULPT_DENY_W | ULPT_DENY_LOG) == 0 &&
+	      ulpt_log_start(3, 0, log_collect, NULL) == 0, "setup");
+	CHECK((r = ulpt_log_ring()) != NULL && r->mask == 7 && r->head == 0, "the ring");
+	CHECK(ulpt_log_peek(r) == NULL, "empty");
+	for (int i = 0; i < 3; i++)
+		p[i] = 0x100 + i;
+	CHECK((s = ulpt_log_peek(r)) != NULL && s->start == (uintptr_t)p && (s->info & 7) == ULPT_DENY_W &&
+	      (s->info >> 16 & 0xffff) == 8 && s->value == 0x100 && (s->info & ULPT_LOG_VAL_), "peek: the first");
+	ulpt_log_consume(r, s);
+	CHECK(s->info == 0 && r->head == 1, "consume frees the slot");
+	CHECK(ulpt_log_next(r, &rec) == 1 && rec.start == (uintptr_t)&p[1] && rec.value == 0x101 &&
+	      rec.has_value && rec.kind == ULPT_DENY_W, "next: the second");
+	CHECK(ulpt_log_drain() == 1 && lrec_n == 1 && lrecs[0].value == 0x102, "the drain: the third");
+	CHECK(ulpt_log_next(r, &rec) == 0 && r->head == 3, "none left");
+	return 0;
+}
+
+/* Every bad argument is a negative errno. */
+static int t_log_bad_arguments(void)
+{
+	char *p = pages(1);
+
+	CHECK(ulpt_log_start(4, 0, log_collect, NULL) == -EINVAL, "before init");
+	CHECK(ulpt_init(backend) == 0, "init");
+	CHECK(ulpt_log_start(0, 0, log_collect, NULL) == -EINVAL, "one slot");
+	CHECK(ulpt_log_start(25, 0, log_collect, NULL) == -EINVAL, "size_shift above 24");
+	CHECK(ulpt_log_start(4, 17, log_collect, NULL) == -EINVAL, "a threshold above the size");
+	CHECK(ulpt_log_start(4, 0, NULL, NULL) == -EINVAL, "no callback");
+	CHECK(ulpt_log_drain() == -EINVAL && ulpt_log_stop() == -EINVAL && !ulpt_log_ring() &&
+	      ulpt_log_consumer_start() == -EINVAL && ulpt_log_consumer_stop() == -EINVAL, "no log");
+	CHECK(ulpt_log_start(4, 16, log_collect, NULL) == 0, "start (a threshold of the size)");
+	CHECK(ulpt_log_start(4, 0, log_collect, NULL) == -EBUSY, "start twice");
+	CHECK(ulpt_log_consumer_stop() == -EINVAL, "no consumer to stop");
+	CHECK(ulpt_protect(p, 4096, 0x200) == -EINVAL && ulpt_protect(p, 4096, ULPT_DENY_LOG << 1) == -EINVAL,
+	      "unknown rights");
+	CHECK(ulpt_protect_lines(p, 128, ULPT_DENY_X | ULPT_DENY_LOG) == -EINVAL, "execute on a line, logged");
+	CHECK(ulpt_protect(p, 4096, ULPT_DENY_LOG) == 0 && ulpt_page_rights(p) == (int)ULPT_DENY_LOG,
+	      "LOG alone (it restricts nothing)");
+	p[0] = 1;
+	CHECK(ulpt_log_stop() == 0 && ulpt_log_stop() == -EINVAL, "stop, twice");
+	CHECK(ulpt_fini() == 0 && ulpt_log_drain() == -EINVAL, "fini");
+	return 0;
+}
+
+/* The callback may use vector registers whatever the handler's flags: the program's survive a
+ * log event (ULPT: a GPR-only stub, then ulpt_log_call_vec_; mprotect: a signal). */
+static void log_vector(const struct ulpt_log_rec *r, size_t n, void *arg)
+{
+	char buf[64];
+
+	log_collect(r, n, arg);
+	memset(big_src, lcalls, sizeof(big_src));
+	memcpy(big_dst, big_src, sizeof(big_dst));
+	snprintf(buf, sizeof(buf), "%f", 3.25 * lcalls);
+}
+
+static int t_log_vector_state(void)
+{
+	volatile uint64_t *p = pages(1);
+	uint64_t before[16][2], after[16][2];
+
+	CHECK(ulpt_init(backend) == 0 && ulpt_set_handler(record, NULL, ULPT_HANDLER_GPR_ONLY) == 0 &&
+	      ulpt_protect((void *)p, 4096, ULPT_DENY_W | ULPT_DENY_LOG) == 0 &&
+	      ulpt_log_start(2, 1, log_vector, NULL) == 0, "setup (a threshold of 1)");
+	for (int i = 0; i < 16; i++)
+		before[i][0] = 0x1111111111111111ull * (i + 1), before[i][1] = ~before[i][0];
+	asm volatile(
+		"movdqu 0(%0), %%xmm0\n movdqu 16(%0), %%xmm1\n movdqu 32(%0), %%xmm2\n movdqu 48(%0), %%xmm3\n"
+		"movdqu 64(%0), %%xmm4\n movdqu 80(%0), %%xmm5\n movdqu 96(%0), %%xmm6\n movdqu 112(%0), %%xmm7\n"
+		"movdqu 128(%0), %%xmm8\n movdqu 144(%0), %%xmm9\n movdqu 160(%0), %%xmm10\n movdqu 176(%0), %%xmm11\n"
+		"movdqu 192(%0), %%xmm12\n movdqu 208(%0), %%xmm13\n movdqu 224(%0), %%xmm14\n movdqu 240(%0), %%xmm15\n"
+		"movq $1, (%2)\n"
+		"movdqu %%xmm0, 0(%1)\n movdqu %%xmm1, 16(%1)\n movdqu %%xmm2, 32(%1)\n movdqu %%xmm3, 48(%1)\n"
+		"movdqu %%xmm4, 64(%1)\n movdqu %%xmm5, 80(%1)\n movdqu %%xmm6, 96(%1)\n movdqu %%xmm7, 112(%1)\n"
+		"movdqu %%xmm8, 128(%1)\n movdqu %%xmm9, 144(%1)\n movdqu %%xmm10, 160(%1)\n movdqu %%xmm11, 176(%1)\n"
+		"movdqu %%xmm12, 192(%1)\n movdqu %%xmm13, 208(%1)\n movdqu %%xmm14, 224(%1)\n movdqu %%xmm15, 240(%1)\n"
+		:: "r"(before), "r"(after), "r"(p)
+		: "memory", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",
+		  "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
+	CHECK(lcalls == 1 && big_dst[4095] == 1, "the callback ran memcpy and printf at the event (%d)", lcalls);
+	CHECK(memcmp(before, after, sizeof(before)) == 0, "xmm0-15 of the program are intact");
+	return 0;
+}
+
 static int t_env_override(void)
 {
 	int st;
@@ -1143,7 +1443,15 @@ static int t_env_override(void)
 	X(gdb_step, "a store that faults into the handler, for gdb's stepi") \
 	X(step_own_tf, "a program that sets TF over a stepped store gets its trap after the after-call") \
 	X(step_rip_relative, "ULPT_PERMIT_STEP on a RIP-relative global: values, registers, no SIGTRAP") \
-	X(stack_page, "a call, pushes, pops and a return on a stack page denied read and write")
+	X(stack_page, "a call, pushes, pops and a return on a stack page denied read and write") \
+	X(log_records, "the access log: a load, a store, a read-modify-write (read, then write), stores across pages: start, size, kind, ip, value") \
+	X(log_thresh, "the access log's threshold: the callback after the instruction that makes it") \
+	X(log_full, "the access log full: 100,000 logged stores (mprotect 20,000) through 16 slots, each record once, in order") \
+	X(log_consumer, "the access log's consumer thread on a ring of 4: 50,000 records (mprotect 10,000) exactly, the threshold back after it") \
+	X(log_no_log_thread, "ULPT_DENY_LOG pages deliver to a thread without a log, and after ulpt_log_stop") \
+	X(log_raw, "the access log's ring read directly: peek, consume, next") \
+	X(log_bad_arguments, "every bad argument of the access log is a negative errno") \
+	X(log_vector_state, "the log callback uses SSE under a general-register-only handler: the program's xmm0-15 intact")
 
 /* Each test: one check, its body in a forked child. */
 #define CASE(name, what) static void case_##name(void) { tap_forked(t_##name, 0, "%s: " #name ": " what, self_backend); }

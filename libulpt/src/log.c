@@ -1,0 +1,357 @@
+/*
+ * The access log (docs/spec.md 6.2, ulpt_log_start(3)): a thread's ring of records, the drains
+ * that hand them to the program's callback, the consumer thread, and the ULPT backend's log
+ * events (reasons FULL and LOG, from dispatch.c). On the mprotect backend mprotect.c appends
+ * the records itself, to the same ring.
+ *
+ * Built with -mgeneral-regs-only: the ULPT backend drains in its handler, whose stub may have
+ * saved no vector state (the callback then runs through ulpt_log_call_vec_, entry.S).
+ *
+ * SPDX-License-Identifier: MIT
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <ulpt/arch.h>
+#include "ulpt.h"
+#include "internal.h"
+#include "uapi.h"
+
+_Static_assert(ULPT_DENY_LOG == ULPT_LOG && ULPT_LOG_V_ == ULPT_REC_V && ULPT_LOG_VAL_ == ULPT_REC_VAL &&
+	       sizeof(struct ulpt_log_slot) == ULPT_REC_SIZE &&
+	       __builtin_offsetof(struct ulpt_log_slot, info) == ULPT_REC_INFO * 8 &&
+	       __builtin_offsetof(struct ulpt_log_slot, ip) == ULPT_REC_RIP * 8 &&
+	       __builtin_offsetof(struct ulpt_log_slot, value) == ULPT_REC_VALUE * 8 &&
+	       sizeof(struct ulpt_log_st) <= ULPT_PAGE_SIZE,
+	       "libulpt's log records follow include/ulpt/arch.h");
+
+__thread struct ulpt_log_st *ulpt_log_st_ __attribute__((tls_model("initial-exec")));
+
+void ulpt_log_call_vec_(ulpt_log_fn fn, const struct ulpt_log_rec *recs, size_t n, void *arg) HIDDEN;
+
+#define BATCH 32        /* records per call of the callback (on the handler's stack) */
+
+static int on_ulpt(void)
+{
+	return ulpt_lib_state_.backend == ULPT_BACKEND_ULPT;
+}
+
+static int set_log(struct ulpt_log_arg *a)
+{
+	return syscall(SYS_arch_prctl, ARCH_ULPT_SET_LOG, (unsigned long)a) != 0 ? -errno : 0;
+}
+
+/* The records waiting, in order, to fn in batches; their number. vec_saved 0: in the ULPT
+ * handler entered through the general-register-only stub. */
+int ulpt_log_drain_(struct ulpt_log_st *st, int vec_saved)
+{
+	struct ulpt_log_rec b[BATCH];
+	size_t n;
+	int total = 0;
+
+	st->draining++;
+	do {
+		for (n = 0; n < BATCH && ulpt_log_next(&st->ring, &b[n]); n++)
+			;
+		if (n && vec_saved)
+			st->fn(b, n, st->arg);
+		else if (n)
+			ulpt_log_call_vec_(st->fn, b, n, st->arg);
+		total += (int)n;
+	} while (n == BATCH);
+	st->draining--;
+	return total;
+}
+
+/* mprotect: the n slots from the write index on are free. */
+int ulpt_log_room_(const struct ulpt_log_st *st, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (__atomic_load_n(&st->ring.slots[(st->index + i) & st->ring.mask].info,
+				    __ATOMIC_ACQUIRE) & ULPT_LOG_V_)
+			return 0;
+	return 1;
+}
+
+static void wake(struct ulpt_log_st *st)
+{
+	if (__atomic_exchange_n(&st->sleeping, 0, __ATOMIC_SEQ_CST))
+		syscall(SYS_futex, &st->sleeping, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* A full log with a consumer thread: it frees the slot (and must not sleep meanwhile). */
+static void wait_free(struct ulpt_log_st *st, const struct ulpt_log_slot *s)
+{
+	for (unsigned spin = 0; __atomic_load_n(&s->info, __ATOMIC_ACQUIRE) & ULPT_LOG_V_; spin++) {
+		wake(st);
+		if (spin < 100)
+			__builtin_ia32_pause();
+		else
+			sched_yield();
+	}
+}
+
+void ulpt_log_wait_(struct ulpt_log_st *st, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		wait_free(st, &st->ring.slots[(st->index + i) & st->ring.mask]);
+}
+
+/* The ULPT backend's log events (R-LOG-4, R-LOG-5); the program's handler never sees them. */
+void ulpt_log_event_(unsigned reason, int vec_saved)
+{
+	struct ulpt_log_st *st = ulpt_log_st_;
+	uint64_t head;
+
+	if (reason == ULPT_REASON_LOG) {
+		/* After the instruction. Not inside a drain (its callback logs): the event is level
+		 * triggered and comes back after it. */
+		if (st && !st->consumer_on && !st->draining)
+			ulpt_log_drain_(st, vec_saved);
+		return;
+	}
+	/* FULL, at the access: it runs again once its slot is free. */
+	if (!st) {
+		ulpt_default_segv_();           /* a log the library did not set */
+		return;
+	}
+	head = __atomic_load_n(&st->ring.head, __ATOMIC_RELAXED);
+	if (st->consumer_on) {
+		wait_free(st, &st->ring.slots[head & st->ring.mask]);
+		return;
+	}
+	if (ulpt_log_drain_(st, vec_saved))
+		return;
+	/* Full, and nothing at head: the program consumed out of order. Go on from the oldest
+	 * record that waits, rather than take this event for ever. */
+	for (uint64_t i = 1; i <= st->ring.mask; i++)
+		if (__atomic_load_n(&st->ring.slots[(head + i) & st->ring.mask].info,
+				    __ATOMIC_ACQUIRE) & ULPT_LOG_V_) {
+			__atomic_store_n(&st->ring.head, head + i, __ATOMIC_RELAXED);
+			ulpt_log_drain_(st, vec_saved);
+			return;
+		}
+	ulpt_default_segv_();
+}
+
+/* --- the consumer thread ------------------------------------------------------------------ */
+
+/* Polls the V bits (R-LOG-6); sleeps a millisecond at a time when idle, woken at a full log. */
+static void *consumer_main(void *p)
+{
+	struct ulpt_log_st *st = p;
+	struct timespec ms = { 0, 1000000 };
+	unsigned idle = 0;
+
+	for (;;) {
+		int stop = __atomic_load_n(&st->stop, __ATOMIC_ACQUIRE);
+
+		if (ulpt_log_drain_(st, 1)) {
+			idle = 0;
+			continue;
+		}
+		if (stop)
+			return NULL;            /* drained after the producer's last record */
+		if (++idle < 64) {
+			__builtin_ia32_pause();
+			continue;
+		}
+		if (idle < 80) {
+			sched_yield();
+			continue;
+		}
+		__atomic_store_n(&st->sleeping, 1, __ATOMIC_SEQ_CST);
+		if (!ulpt_log_peek(&st->ring) && !__atomic_load_n(&st->stop, __ATOMIC_ACQUIRE))
+			syscall(SYS_futex, &st->sleeping, FUTEX_WAIT_PRIVATE, 1, &ms, NULL, 0);
+		__atomic_store_n(&st->sleeping, 0, __ATOMIC_RELAXED);
+	}
+}
+
+/* The threshold in effect: 0 while a consumer thread runs, so the producer only stops at a
+ * full log. */
+static int set_thresh(struct ulpt_log_st *st, uint32_t t)
+{
+	struct ulpt_log_arg a;
+	int r;
+
+	if (on_ulpt()) {
+		if (syscall(SYS_arch_prctl, ARCH_ULPT_GET_LOG, (unsigned long)&a) != 0)
+			return -errno;
+		a.thresh = t;
+		a.flags = 0;
+		if ((r = set_log(&a)) != 0)
+			return r;
+	}
+	st->cur_thresh = t;
+	return 0;
+}
+
+static void consumer_end(struct ulpt_log_st *st)
+{
+	__atomic_store_n(&st->stop, 1, __ATOMIC_RELEASE);
+	wake(st);
+	pthread_join(st->consumer, NULL);
+	st->consumer_on = 0;
+	set_thresh(st, st->thresh);
+}
+
+int ulpt_log_consumer_start(void)
+{
+	struct ulpt_log_st *st = ulpt_log_st_;
+	int r;
+
+	if (!st)
+		return -EINVAL;
+	if (st->consumer_on)
+		return -EBUSY;
+	if ((r = set_thresh(st, 0)) != 0)
+		return r;
+	st->stop = 0;
+	st->sleeping = 0;
+	st->consumer_on = 1;
+	if ((r = pthread_create(&st->consumer, NULL, consumer_main, st)) != 0) {
+		st->consumer_on = 0;
+		set_thresh(st, st->thresh);
+		return -r;
+	}
+	pthread_setname_np(st->consumer, "ulpt-log");
+	return 0;
+}
+
+int ulpt_log_consumer_stop(void)
+{
+	struct ulpt_log_st *st = ulpt_log_st_;
+
+	if (!st || !st->consumer_on)
+		return -EINVAL;
+	consumer_end(st);
+	return 0;
+}
+
+/* --- a thread's log ----------------------------------------------------------------------- */
+
+static pthread_key_t log_key;
+static pthread_once_t log_once = PTHREAD_ONCE_INIT;
+
+/* Ends the calling thread's log: no record after this; the rest to fn. Their number. */
+static int log_end(struct ulpt_log_st *st)
+{
+	struct ulpt_log_arg none = { 0 };
+	int n;
+
+	if (st->consumer_on)
+		consumer_end(st);
+	if (on_ulpt())
+		set_log(&none);
+	ulpt_log_st_ = NULL;            /* mprotect: the emulation stops here */
+	pthread_setspecific(log_key, NULL);
+	n = ulpt_log_drain_(st, 1);
+	munmap(st, st->map_len);
+	return n;
+}
+
+static void log_thread_exit(void *p)
+{
+	if (ulpt_log_st_ == p)
+		log_end(p);
+}
+
+/* A fork child has no consumer thread: its own drains take over. */
+static void log_atfork_child(void)
+{
+	struct ulpt_log_st *st = ulpt_log_st_;
+
+	if (st && st->consumer_on) {
+		st->consumer_on = 0;
+		set_thresh(st, st->thresh);
+	}
+}
+
+static void log_init(void)
+{
+	pthread_key_create(&log_key, log_thread_exit);
+	pthread_atfork(NULL, NULL, log_atfork_child);
+}
+
+int ulpt_log_start(unsigned size_shift, unsigned thresh, ulpt_log_fn fn, void *arg)
+{
+	struct ulpt_log_st *st;
+	size_t len;
+	void *p;
+	int r = 0;
+
+	/* At least two slots: the records of one instruction (a read-modify-write's two) must
+	 * fit in the ring together. */
+	if (!ulpt_lib_state_.backend || !fn || size_shift < 1 || size_shift > ULPT_LOG_MAX_SHIFT ||
+	    thresh > (1u << size_shift))
+		return -EINVAL;
+	if (ulpt_log_st_)
+		return -EBUSY;
+	pthread_once(&log_once, log_init);
+	/* Populated: a record write that faults costs a page fault and a rerun. */
+	len = ULPT_PAGE_SIZE + ((size_t)ULPT_REC_SIZE << size_shift);
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	st = p;
+	st->ring.slots = (struct ulpt_log_slot *)((char *)p + ULPT_PAGE_SIZE);
+	st->ring.mask = (1ull << size_shift) - 1;
+	st->fn = fn;
+	st->arg = arg;
+	st->map_len = len;
+	st->thresh = st->cur_thresh = thresh;
+	if (on_ulpt()) {
+		/* Log events need the library's entry stub as this thread's handler. */
+		struct ulpt_log_arg a = { .base = (uintptr_t)st->ring.slots, .size_shift = size_shift,
+					  .thresh = thresh };
+
+		r = ulpt_view_ensure_handler_();
+		if (r == 0 && (r = set_log(&a)) == -EINVAL)
+			r = -EOPNOTSUPP;        /* arguments checked: a kernel without the log */
+	}
+	if (r) {
+		munmap(p, len);
+		return r;
+	}
+	pthread_setspecific(log_key, st);
+	ulpt_log_st_ = st;
+	return 0;
+}
+
+int ulpt_log_drain(void)
+{
+	struct ulpt_log_st *st = ulpt_log_st_;
+
+	if (!st)
+		return -EINVAL;
+	if (st->consumer_on)
+		return -EBUSY;          /* one consumer at a time */
+	return ulpt_log_drain_(st, 1);
+}
+
+int ulpt_log_stop(void)
+{
+	struct ulpt_log_st *st = ulpt_log_st_;
+
+	return st ? log_end(st) : -EINVAL;
+}
+
+struct ulpt_log_ring *ulpt_log_ring(void)
+{
+	struct ulpt_log_st *st = ulpt_log_st_;
+
+	return st ? &st->ring : NULL;
+}
+
+/* ulpt_fini: the calling thread's log ends with it. */
+void ulpt_log_fini_(void)
+{
+	if (ulpt_log_st_)
+		log_end(ulpt_log_st_);
+}
