@@ -429,6 +429,18 @@ void agent_init(void)
 		report_init();
 		if (ag.heap != HEAP_OFF && heap_init() < 0)
 			_exit(2);           /* said why: no check rather than a silent one */
+		if (ag.heap == HEAP_WATCH && opts.delivery == 0) {
+			/* The main thread logs its accesses to watched blocks (4,096 records, drained
+			 * at 2,048); other threads' are faults, counted the same way. */
+			int lr = ulpt_log_start(12, 1u << 11, heap_log_records, NULL);
+			if (lr < 0) {
+				char msg[128];
+				snprintf(msg, sizeof(msg), "no access log (%s): each access is a fault",
+					 strerror(-lr));
+				say(msg);
+			}
+			ag.heap_log = lr >= 0;
+		}
 		if (ag.heap == HEAP_CHECK)
 			signals_init();
 		if (ag.verbose)
@@ -460,6 +472,7 @@ static void write_results(void)
 	int n;
 
 	in_agent++;
+	heap_log_sync();
 	wl_get_stats(&st);
 	n = snprintf(line, sizeof(line), "backend\t%s\n", ulpt_backend_name(ulpt_backend()));
 	agent_write(line, (size_t)n);

@@ -57,6 +57,7 @@ struct blk {
 struct agent {
 	enum heap_mode heap;
 	unsigned heap_kinds;        /* WL_READ | WL_WRITE denied on heap blocks (--heap) */
+	int heap_log;               /* --heap's accesses go to the main thread's access log */
 	unsigned align;             /* 0: auto (the size's own alignment, 8 to 16) */
 	int redzone_exact;          /* --redzone=exact: no red-zone line where the slack serves */
 	int precise;                /* --precise: lines holding bytes outside a block are denied */
@@ -147,6 +148,14 @@ void gdb_step_end(struct ulpt_fault *f) WL_HIDDEN;
 
 /* fault.c */
 enum ulpt_action agent_fault(struct ulpt_fault *f, void *arg) WL_HIDDEN;
+/* --heap with the access log: the records since the last drain, counted as faults are. */
+void heap_log_records(const struct ulpt_log_rec *r, size_t n, void *arg) WL_HIDDEN;
+/* Before a block's state changes (free, realloc): the log's records, counted against the
+ * blocks as they were when the accesses were made. */
+void heap_log_sync(void) WL_HIDDEN;
+/* After the agent's own accesses to watched blocks: their records dropped, as their faults
+ * are not counted. */
+void heap_log_discard(void) WL_HIDDEN;
 /* signals.c: the agent's stand-in for the fatal signals' SIG_DFL (--check). */
 void signals_init(void) WL_HIDDEN;
 /* strmem.c: the checked memory and string functions. */

@@ -169,6 +169,68 @@ static void hit(void)
 	__atomic_add_fetch(&ag.hits, 1, __ATOMIC_RELAXED);
 }
 
+/* Set while the agent drains the records of its own accesses (realloc's copy): as faults,
+ * they are not the program's. */
+static __thread int log_discard __attribute__((tls_model("initial-exec")));
+
+/* An access [s, e) to a line --heap watches, from a fault or a log record: a hit on a live
+ * block (a read-modify-write counts once, as a write) or a false fault. */
+static void heap_watch_count(uintptr_t s, uintptr_t e, int reads, int writes, uintptr_t ip)
+{
+	struct blk *b = blk_of(s), *c = blk_of(e - 1);
+	unsigned kind = writes ? WL_WRITE : WL_READ;
+
+	if (!(ag.heap_kinds & kind) && reads)
+		kind = WL_READ;     /* a read-modify-write with only reads watched */
+	if (!(ag.heap_kinds & kind) ||
+	    !(overlaps(b, s, e, BLK_LIVE) || overlaps(c, s, e, BLK_LIVE))) {
+		false_fault();
+		return;
+	}
+	hit();
+	if (kind == WL_WRITE) {
+		if (last_read.ip == ip && last_read.start == s)
+			__atomic_sub_fetch(&ag.heap_reads, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&ag.heap_writes, 1, __ATOMIC_RELAXED);
+		last_read.ip = 0;
+	} else {
+		__atomic_add_fetch(&ag.heap_reads, 1, __ATOMIC_RELAXED);
+		last_read.ip = ip;
+		last_read.start = s;
+	}
+}
+
+void heap_log_records(const struct ulpt_log_rec *r, size_t n, void *arg)
+{
+	uint64_t t0 = wl_now_ns();
+
+	(void)arg;
+	if (log_discard)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		uintptr_t s = r[i].start;
+		heap_watch_count(s, s + (r[i].size ? r[i].size : 1), r[i].kind == ULPT_DENY_R,
+				 r[i].kind == ULPT_DENY_W, r[i].ip);
+	}
+	__atomic_add_fetch(&ag.faults, n, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&ag.handler_ns, wl_now_ns() - t0, __ATOMIC_RELAXED);
+}
+
+void heap_log_sync(void)
+{
+	if (ag.heap_log)
+		ulpt_log_drain();
+}
+
+void heap_log_discard(void)
+{
+	if (ag.heap_log) {
+		log_discard = 1;
+		ulpt_log_drain();
+		log_discard = 0;
+	}
+}
+
 static enum ulpt_action heap_fault_(struct ulpt_fault *f)
 {
 	struct wl_access acc = { f->start, f->size, f->kind == ULPT_DENY_R, f->kind == ULPT_DENY_W };
@@ -185,27 +247,7 @@ static enum ulpt_action heap_fault_(struct ulpt_fault *f)
 	e = s + (acc.size ? acc.size : 1);
 
 	if (ag.heap == HEAP_WATCH) {
-		struct blk *b = blk_of(s), *c = blk_of(e - 1);
-		unsigned kind = acc.writes ? WL_WRITE : WL_READ;
-
-		if (!(ag.heap_kinds & kind) && acc.reads)
-			kind = WL_READ;     /* a read-modify-write with only reads watched */
-		if (!(ag.heap_kinds & kind) ||
-		    !(overlaps(b, s, e, BLK_LIVE) || overlaps(c, s, e, BLK_LIVE))) {
-			false_fault();
-			return ULPT_PERMIT;
-		}
-		hit();
-		if (kind == WL_WRITE) {
-			if (last_read.ip == f->ip && last_read.start == s)
-				__atomic_sub_fetch(&ag.heap_reads, 1, __ATOMIC_RELAXED);
-			__atomic_add_fetch(&ag.heap_writes, 1, __ATOMIC_RELAXED);
-			last_read.ip = 0;
-		} else {
-			__atomic_add_fetch(&ag.heap_reads, 1, __ATOMIC_RELAXED);
-			last_read.ip = f->ip;
-			last_read.start = s;
-		}
+		heap_watch_count(s, e, acc.reads, acc.writes, f->ip);
 		return ULPT_PERMIT;
 	}
 

@@ -105,6 +105,7 @@ uint32_t heap_nblocks(void)
  * that allocates then gets the agent's memory instead of waiting for a lock its thread holds. */
 static void at_fork_prepare(void)
 {
+	heap_log_sync();            /* the child starts with an empty log */
 	in_agent++;
 	report_fork_lock();
 	heap_lock();
@@ -208,6 +209,13 @@ static void publish(uint32_t first, uint32_t n)
 	for (uint32_t pl = first & ~31u; pl < end; pl += 32) {
 		char *page = ag.arena + ((uintptr_t)pl << LINE_SHIFT);
 		uint64_t word = 0;
+
+		if (ag.heap_log) {
+			/* The page's denied accesses are logged (once per page: a load otherwise). */
+			int pr = ulpt_page_rights(page);
+			if (pr >= 0 && !(pr & ULPT_DENY_LOG) && ulpt_page_deny(page, pr | ULPT_DENY_LOG) < 0)
+				degrade();
+		}
 
 		/* 32 bytes of 2-bit rights packed into the line word, 8 bytes at a time. */
 		for (unsigned i = 0; i < 4; i++) {
@@ -625,6 +633,7 @@ static void heap_free(void *p, const char *why, int how)
 	}
 	if (how != NO_FAMILY_CHECK)
 		check_family(id, p, (enum alloc_how)how);
+	heap_log_sync();            /* the accesses so far, against the block as it was */
 	in_agent++;
 	heap_lock();
 	b = &ag.blocks[id];
@@ -819,7 +828,9 @@ void *realloc(void *p, size_t n)
 	if (!q)
 		return NULL;
 	in_agent++;                 /* the copy is the agent's access, not the program's */
+	heap_log_sync();
 	memcpy(q, p, ag.blocks[id].size < n ? ag.blocks[id].size : n);
+	heap_log_discard();
 	in_agent--;
 	/* A signal handler's realloc while its thread is in the agent (holding the heap lock)
 	 * frees the old block as its free does: deferred, without the lock. */

@@ -93,6 +93,7 @@ static int parse_exitcode(const char *s, wl_opt_exitcode_t *v, const char **want
 static const char *const redzone_names[] = { "line", "exact" };
 static const char *const leaks_names[] = { "none", "definite", "all" };
 static const char *const backend_names[] = { "auto", "ulpt", "mprotect" };
+static const char *const delivery_names[] = { "log", "fault" };
 #define NNAMES(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 /* s's index among n names, or -1. */
@@ -117,6 +118,7 @@ static int parse_##type(const char *s, wl_opt_##type##_t *v, const char **want) 
 PARSE_CHOICE(redzone, "line or exact")
 PARSE_CHOICE(leaks, "none, definite or all")
 PARSE_CHOICE(backend, "auto, ulpt or mprotect")
+PARSE_CHOICE(delivery, "log or fault")
 
 static int parse_text(const char *s, wl_opt_text_t *v, const char **want)
 {
@@ -146,6 +148,7 @@ static const char *show_##type(const wl_opt_##type##_t *v) \
 SHOW_CHOICE(redzone)
 SHOW_CHOICE(leaks)
 SHOW_CHOICE(backend)
+SHOW_CHOICE(delivery)
 static const char *show_align(const wl_opt_align_t *v)
 {
 	static const char pow[13][5] = { "1", "2", "4", "8", "16", "32", "64", "128", "256",
@@ -238,6 +241,10 @@ int wl_options_check(const struct wl_options *o, const char *prefix, char *err, 
 
 	if (o->heap && o->check) {
 		snprintf(err, errlen, "choose one of %sheap and %scheck", prefix, prefix);
+		return -1;
+	}
+	if ((o->given & 1u << WL_OPT_delivery) && !o->heap) {
+		snprintf(err, errlen, "%sdelivery works only with %sheap", prefix, prefix);
 		return -1;
 	}
 	for (size_t i = 0; i < sizeof(need_check) / sizeof(need_check[0]); i++)

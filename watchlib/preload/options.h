@@ -19,6 +19,7 @@ typedef unsigned wl_opt_align_t;        /* 0: auto */
 typedef unsigned wl_opt_exitcode_t;     /* 0: none */
 typedef int wl_opt_redzone_t;           /* 0 line, 1 exact */
 typedef int wl_opt_backend_t;           /* 0 auto, 1 ulpt, 2 mprotect */
+typedef int wl_opt_delivery_t;          /* 0 log, 1 fault */
 typedef int wl_opt_leaks_t;             /* 0 none, 1 definite, 2 all */
 typedef const char *wl_opt_text_t;      /* "" when not set */
 
