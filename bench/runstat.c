@@ -6,7 +6,8 @@
  * (default: inherited), waits for it with wait4() and prints one line on stdout:
  *
  *   runstat wall_ns=<ns> status=exit:<n>|signal:<n>|timeout|exec-failed:<errno> maxrss_kb=<KiB>
- *           [model_cycles=<n> model_insns=<n> model_deliveries=<n> model_kernel_entries=<n>]
+ *           [model_cycles=<n> model_insns=<n> model_deliveries=<n> model_kernel_entries=<n>
+ *            model_log_records=<n>]
  *           [hash=<hex> bytes=<n>] [note=<text>]
  *
  * maxrss_kb is the largest resident set of the process and of any descendant it waited for
@@ -220,10 +221,12 @@ int main(int argc, char **argv)
 	kill(-child, SIGKILL);
 	printf("runstat wall_ns=%lld status=%s maxrss_kb=%ld", t1 - t0, st, ru.ru_maxrss);
 	if (have_model)
-		printf(" model_cycles=%llu model_insns=%llu model_deliveries=%llu model_kernel_entries=%llu",
+		printf(" model_cycles=%llu model_insns=%llu model_deliveries=%llu model_kernel_entries=%llu"
+		       " model_log_records=%llu",
 		       (unsigned long long)model.cycles,
 		       (unsigned long long)(model.insns_user + model.insns_kernel),
-		       (unsigned long long)model.deliveries, (unsigned long long)model.kernel_entries);
+		       (unsigned long long)model.deliveries, (unsigned long long)model.kernel_entries,
+		       (unsigned long long)model.log_records);
 	if (out) {
 		unsigned long long h;
 		long long n;
