@@ -215,14 +215,29 @@ static int log_plan(struct ulpt_log_st *lg, uintptr_t ip, ucontext_t *uc, uintpt
 	return logged;
 }
 
-/* The callback, as from the handler: a violation in it is one inside the handler. */
+/* The callback, as from the handler: a violation in it is one inside the handler. Its own
+ * logged accesses are instructions of their own, so the records planned here (and an
+ * after-call due) wait aside meanwhile. */
 static void log_drain_here(struct ulpt_log_st *lg)
 {
-	int was = in_handler;
+	int was = in_handler, planned = lg->planned, pending = step_pending;
+	unsigned npend = lg->npend;
+	uintptr_t ip = lg->pend_ip;
+	__typeof__(lg->pend) pend;
+	struct ulpt_fault f = step_fault;
 
+	memcpy(pend, lg->pend, sizeof(pend));
+	lg->planned = 0;
+	step_pending = 0;
 	in_handler = 1;
 	ulpt_log_drain_(lg, 1);
 	in_handler = was;
+	memcpy(lg->pend, pend, sizeof(pend));
+	lg->planned = planned;
+	lg->npend = npend;
+	lg->pend_ip = ip;
+	step_pending = pending;
+	step_fault = f;
 }
 
 /* No room for n records (R-LOG-4): the consumer thread makes it, or a drain here; inside the
