@@ -1379,6 +1379,42 @@ static int t_log_callback_logs(void)
 	return 0;
 }
 
+/* fork: the child has the thread's log with its records, and no consumer thread. */
+static volatile uint64_t *fork_log_page;
+static void fork_log_child(void)
+{
+	int n = ulpt_log_drain();
+
+	fork_log_page[5] = 6;
+	_exit(n == 3 && lrec_n == 3 && lrecs[2].value == 3 && ulpt_log_drain() == 1 &&
+	      lrecs[3].value == 6 ? 0 : 3);
+}
+
+static void fork_consumer_child(void)
+{
+	_exit(ulpt_log_drain() >= 0 ? 0 : 3);     /* not -EBUSY: its own drains */
+}
+
+static int t_log_fork(void)
+{
+	int st;
+
+	fork_log_page = pages(1);
+	CHECK(setup(ULPT_PERMIT) == 0 &&
+	      ulpt_protect((void *)fork_log_page, 4096, ULPT_DENY_W | ULPT_DENY_LOG) == 0 &&
+	      ulpt_log_start(4, 0, log_collect, NULL) == 0, "setup");
+	for (int i = 0; i < 3; i++)
+		fork_log_page[i] = (uint64_t)i + 1;
+	st = child_status(fork_log_child);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child drains the 3 records, then logs its own (%#x)", st);
+	CHECK(ulpt_log_drain() == 3 && lrec_n == 3, "the parent still has its 3");
+	CHECK(ulpt_log_consumer_start() == 0, "consumer");
+	st = child_status(fork_consumer_child);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "a child of a thread with a consumer drains itself (%#x)", st);
+	CHECK(ulpt_log_stop() == 0 && h_count == 0, "stop");
+	return 0;
+}
+
 /* Every bad argument is a negative errno. */
 static int t_log_bad_arguments(void)
 {
@@ -1488,6 +1524,7 @@ static int t_env_override(void)
 	X(log_no_log_thread, "ULPT_DENY_LOG pages deliver to a thread without a log, and after ulpt_log_stop") \
 	X(log_raw, "the access log's ring read directly: peek, consume, next") \
 	X(log_callback_logs, "a log callback whose own writes are logged, at a full ring: no record lost") \
+	X(log_fork, "fork: the child has the log and its records, and no consumer thread") \
 	X(log_bad_arguments, "every bad argument of the access log is a negative errno") \
 	X(log_vector_state, "the log callback uses SSE under a general-register-only handler: the program's xmm0-15 intact")
 
