@@ -11,6 +11,9 @@
  *   again, with asynchronous signals blocked meanwhile. Other threads can reach the page
  *   during that one instruction: a limit of mprotect.
  *   ULPT_PERMIT_STEP does the same, and the SIGTRAP handler then makes the after-call.
+ * - The access log (ULPT_DENY_LOG pages, ulpt_log_start) is emulated on the same steps: a
+ *   logged access is let through without the handler and its records appended when its
+ *   instruction completes (below, "The access log, emulated").
  * - Faults that are not on a protected page, or not of a denied kind, go to the SIGSEGV (or
  *   SIGTRAP) handler the program had before ulpt_init.
  *
