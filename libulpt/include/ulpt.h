@@ -215,6 +215,14 @@ typedef void (*ulpt_log_fn)(const struct ulpt_log_rec *recs, size_t n, void *arg
 int ulpt_log_start(unsigned size_shift, unsigned thresh, ulpt_log_fn fn, void *arg);
 int ulpt_log_drain(void);
 int ulpt_log_stop(void);
+/* A drain that reads the ring itself (ulpt_log_peek, ulpt_log_consume below) instead of the
+ * batches of fn, for consumers that keep the per-record cost to a few instructions: called
+ * wherever fn would be, it consumes what waits and returns how many it consumed. It runs in
+ * the ULPT handler without the vector state saved: build it -mgeneral-regs-only. NULL goes
+ * back to fn. */
+struct ulpt_log_ring;
+typedef size_t (*ulpt_log_raw_fn)(struct ulpt_log_ring *ring, void *arg);
+int ulpt_log_set_raw(ulpt_log_raw_fn raw, void *arg);
 int ulpt_log_consumer_start(void);
 int ulpt_log_consumer_stop(void);
 

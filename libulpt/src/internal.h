@@ -42,6 +42,7 @@ void ulpt_tid_init_(void) HIDDEN;       /* dispatch.c: at ulpt_init */
 struct ulpt_log_st {
 	struct ulpt_log_ring ring;      /* first: ulpt_log_ring() */
 	ulpt_log_fn fn;
+	ulpt_log_raw_fn raw;            /* instead of fn: reads the ring itself (ulpt_log_set_raw) */
 	void *arg;
 	size_t map_len;
 	uint32_t thresh;                /* as asked */

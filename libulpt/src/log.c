@@ -56,6 +56,12 @@ int ulpt_log_drain_(struct ulpt_log_st *st, int vec_saved)
 	int total = 0;
 
 	st->draining++;
+	if (st->raw) {
+		/* Built general-register-only by contract: no vector state to save. */
+		total = (int)st->raw(&st->ring, st->arg);
+		st->draining--;
+		return total;
+	}
 	do {
 		for (n = 0; n < BATCH && ulpt_log_next(&st->ring, &b[n]); n++)
 			;
@@ -321,6 +327,20 @@ int ulpt_log_start(unsigned size_shift, unsigned thresh, ulpt_log_fn fn, void *a
 	}
 	pthread_setspecific(log_key, st);
 	ulpt_log_st_ = st;
+	return 0;
+}
+
+int ulpt_log_set_raw(ulpt_log_raw_fn raw, void *arg)
+{
+	struct ulpt_log_st *st = ulpt_log_st_;
+
+	if (!st)
+		return -EINVAL;
+	if (st->consumer_on)
+		return -EBUSY;
+	st->raw = raw;
+	if (raw)
+		st->arg = arg;
 	return 0;
 }
 

@@ -1334,6 +1334,49 @@ static int t_log_raw(void)
 	return 0;
 }
 
+/* A raw drain (ulpt_log_set_raw): it reads the ring itself, in the handler without the vector
+ * state saved, so it is built general-register-only. */
+static volatile uint64_t raw_next, raw_bad, raw_calls;
+
+__attribute__((target("general-regs-only")))
+static size_t raw_drain(struct ulpt_log_ring *r, void *arg)
+{
+	struct ulpt_log_slot *s;
+	size_t n = 0;
+
+	raw_calls++;
+	while ((s = ulpt_log_peek(r)) != NULL) {
+		raw_bad += s->value != raw_next || s->start != (uintptr_t)arg + 8 * (raw_next & 7);
+		raw_next++;
+		ulpt_log_consume(r, s);
+		n++;
+	}
+	return n;
+}
+
+static int t_log_set_raw(void)
+{
+	volatile uint64_t *p = pages(1);
+	int stores = backend == ULPT_BACKEND_ULPT ? 10000 : 2000;
+
+	CHECK(ulpt_log_set_raw(raw_drain, NULL) == -EINVAL, "no log: EINVAL");
+	CHECK(setup(ULPT_PERMIT) == 0 && ulpt_protect((void *)p, 4096, ULPT_DENY_W | ULPT_DENY_LOG) == 0 &&
+	      ulpt_log_start(2, 2, log_collect, NULL) == 0 && ulpt_log_set_raw(raw_drain, (void *)p) == 0,
+	      "setup: 4 slots, a threshold of 2, the raw drain");
+	for (int i = 0; i < stores; i++)
+		p[i & 7] = (uint64_t)i;
+	CHECK(ulpt_log_drain() >= 0 && raw_next == (uint64_t)stores && raw_bad == 0 && lcalls == 0,
+	      "every store once, in order, through the raw drain only (%lu, %lu wrong, %d batches)",
+	      (unsigned long)raw_next, (unsigned long)raw_bad, lcalls);
+	CHECK(raw_calls >= (uint64_t)stores / 4, "a drain per threshold or full ring (%lu)",
+	      (unsigned long)raw_calls);
+	CHECK(ulpt_log_set_raw(NULL, NULL) == 0, "back to the callback");
+	p[0] = 1;
+	CHECK(ulpt_log_drain() == 1 && lcalls == 1 && lrecs[0].value == 1, "the callback again");
+	CHECK(h_count == 0, "no log event reached the handler (%d)", h_count);
+	return 0;
+}
+
 /* A callback that writes a logged page itself (a tool keeping records on a logged heap): its
  * writes are logged too, between the records it was given and the access that found the ring
  * full, and none of the program's is lost. */
@@ -1523,6 +1566,7 @@ static int t_env_override(void)
 	X(log_consumer, "the access log's consumer thread on a ring of 4: 50,000 records (mprotect 10,000) exactly, the threshold back after it") \
 	X(log_no_log_thread, "ULPT_DENY_LOG pages deliver to a thread without a log, and after ulpt_log_stop") \
 	X(log_raw, "the access log's ring read directly: peek, consume, next") \
+	X(log_set_raw, "a raw drain (ulpt_log_set_raw) reads the ring itself at every event: each record once, in order") \
 	X(log_callback_logs, "a log callback whose own writes are logged, at a full ring: no record lost") \
 	X(log_fork, "fork: the child has the log and its records, and no consumer thread") \
 	X(log_bad_arguments, "every bad argument of the access log is a negative errno") \

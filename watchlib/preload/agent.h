@@ -150,6 +150,7 @@ void gdb_step_end(struct ulpt_fault *f) WL_HIDDEN;
 enum ulpt_action agent_fault(struct ulpt_fault *f, void *arg) WL_HIDDEN;
 /* --heap with the access log: the records since the last drain, counted as faults are. */
 void heap_log_records(const struct ulpt_log_rec *r, size_t n, void *arg) WL_HIDDEN;
+size_t heap_log_raw(struct ulpt_log_ring *r, void *arg) WL_HIDDEN;
 /* Before a block's state changes (free, realloc): the log's records, counted against the
  * blocks as they were when the accesses were made. */
 void heap_log_sync(void) WL_HIDDEN;

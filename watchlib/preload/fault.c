@@ -173,9 +173,31 @@ static void hit(void)
  * they are not the program's. */
 static __thread int log_discard __attribute__((tls_model("initial-exec")));
 
+/* --heap's counts of a batch of accesses (a fault, or a drain of the log), added to the
+ * agent's at its end: one atomic each per batch, not per access. */
+struct heap_counts {
+	uint64_t hits, falses, writes;
+	int64_t reads;              /* a write may take back a read counted in an earlier batch */
+};
+
+static void heap_counts_add(const struct heap_counts *c, uint64_t faults, uint64_t ns)
+{
+	if (c->hits)
+		__atomic_add_fetch(&ag.hits, c->hits, __ATOMIC_RELAXED);
+	if (c->falses)
+		__atomic_add_fetch(&ag.false_faults, c->falses, __ATOMIC_RELAXED);
+	if (c->writes)
+		__atomic_add_fetch(&ag.heap_writes, c->writes, __ATOMIC_RELAXED);
+	if (c->reads)
+		__atomic_add_fetch(&ag.heap_reads, (uint64_t)c->reads, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&ag.faults, faults, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&ag.handler_ns, ns, __ATOMIC_RELAXED);
+}
+
 /* An access [s, e) to a line --heap watches, from a fault or a log record: a hit on a live
  * block (a read-modify-write counts once, as a write) or a false fault. */
-static void heap_watch_count(uintptr_t s, uintptr_t e, int reads, int writes, uintptr_t ip)
+static void heap_watch_count(struct heap_counts *n, uintptr_t s, uintptr_t e, int reads,
+			     int writes, uintptr_t ip)
 {
 	struct blk *b = blk_of(s), *c = blk_of(e - 1);
 	unsigned kind = writes ? WL_WRITE : WL_READ;
@@ -184,17 +206,17 @@ static void heap_watch_count(uintptr_t s, uintptr_t e, int reads, int writes, ui
 		kind = WL_READ;     /* a read-modify-write with only reads watched */
 	if (!(ag.heap_kinds & kind) ||
 	    !(overlaps(b, s, e, BLK_LIVE) || overlaps(c, s, e, BLK_LIVE))) {
-		false_fault();
+		n->falses++;
 		return;
 	}
-	hit();
+	n->hits++;
 	if (kind == WL_WRITE) {
 		if (last_read.ip == ip && last_read.start == s)
-			__atomic_sub_fetch(&ag.heap_reads, 1, __ATOMIC_RELAXED);
-		__atomic_add_fetch(&ag.heap_writes, 1, __ATOMIC_RELAXED);
+			n->reads--;
+		n->writes++;
 		last_read.ip = 0;
 	} else {
-		__atomic_add_fetch(&ag.heap_reads, 1, __ATOMIC_RELAXED);
+		n->reads++;
 		last_read.ip = ip;
 		last_read.start = s;
 	}
@@ -202,6 +224,7 @@ static void heap_watch_count(uintptr_t s, uintptr_t e, int reads, int writes, ui
 
 void heap_log_records(const struct ulpt_log_rec *r, size_t n, void *arg)
 {
+	struct heap_counts c = { 0 };
 	uint64_t t0 = wl_now_ns();
 
 	(void)arg;
@@ -209,11 +232,35 @@ void heap_log_records(const struct ulpt_log_rec *r, size_t n, void *arg)
 		return;
 	for (size_t i = 0; i < n; i++) {
 		uintptr_t s = r[i].start;
-		heap_watch_count(s, s + (r[i].size ? r[i].size : 1), r[i].kind == ULPT_DENY_R,
+		heap_watch_count(&c, s, s + (r[i].size ? r[i].size : 1), r[i].kind == ULPT_DENY_R,
 				 r[i].kind == ULPT_DENY_W, r[i].ip);
 	}
-	__atomic_add_fetch(&ag.faults, n, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&ag.handler_ns, wl_now_ns() - t0, __ATOMIC_RELAXED);
+	heap_counts_add(&c, n, wl_now_ns() - t0);
+}
+
+/* The same straight from the ring (ulpt_log_set_raw): no copy of each record first. */
+size_t heap_log_raw(struct ulpt_log_ring *r, void *arg)
+{
+	struct heap_counts c = { 0 };
+	struct ulpt_log_slot *sl;
+	uint64_t t0 = wl_now_ns();
+	size_t n = 0;
+
+	(void)arg;
+	while ((sl = ulpt_log_peek(r)) != NULL) {
+		uintptr_t s = sl->start, ip = sl->ip;
+		uint64_t info = sl->info;
+		unsigned size = (unsigned)(info >> 16) & 0xffff, kind = info & 7;
+
+		ulpt_log_consume(r, sl);
+		n++;
+		if (!log_discard)
+			heap_watch_count(&c, s, s + (size ? size : 1), kind == ULPT_DENY_R,
+					 kind == ULPT_DENY_W, ip);
+	}
+	if (!log_discard)
+		heap_counts_add(&c, n, wl_now_ns() - t0);
+	return n;
 }
 
 void heap_log_sync(void)
@@ -247,7 +294,9 @@ static enum ulpt_action heap_fault_(struct ulpt_fault *f)
 	e = s + (acc.size ? acc.size : 1);
 
 	if (ag.heap == HEAP_WATCH) {
-		heap_watch_count(s, e, acc.reads, acc.writes, f->ip);
+		struct heap_counts c = { 0 };
+		heap_watch_count(&c, s, e, acc.reads, acc.writes, f->ip);
+		heap_counts_add(&c, 0, 0);
 		return ULPT_PERMIT;
 	}
 
