@@ -6,14 +6,14 @@
 # booted with "noulpt" (the same: the selftest sees "noulpt" and runs its test for a kernel
 # without ULPT).
 # Also on both CPU models: far returns at CPL 3 (tests/guest/farret.c) and the guest clock
-# (tests/guest/clock.c).
+# (tests/guest/clock.c); on -cpu ulpt, R-COH-5 in a process (tests/guest/ulpt-coh.c).
 set -o pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 t=/usr/libexec/ulpt-tests
 {
   rc=0
   out=$("$top/scripts/ulpt-run" --isolated --no-share --smp 2 --timeout 900 -- \
-        sh -c "$t/tap-run $t/ulpt '$t/ulpt-stress ${ULPT_STRESS_SECONDS:-10}' $t/farret $t/clock; r=\$?; dmesg > /tmp/dmesg; \
+        sh -c "$t/tap-run $t/ulpt '$t/ulpt-stress ${ULPT_STRESS_SECONDS:-10}' $t/farret $t/clock $t/ulpt-coh; r=\$?; dmesg > /tmp/dmesg; \
                if grep -qiE 'warning|bug|oops|call trace' /tmp/dmesg; then echo 'not ok - kernel log has warnings'; \
                grep -iE -A5 'warning|bug|oops|call trace' /tmp/dmesg | sed 's/^/# /'; else echo 'ok - no warning in the kernel log'; fi; exit \$r") || rc=1
   echo "$out"
