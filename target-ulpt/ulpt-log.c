@@ -112,6 +112,8 @@ UlptLogStage ulpt_log_stage(CPUX86State *env, uint64_t start, unsigned size,
         value = size >= 8 ? *val : *val & ((1ull << (8 * size)) - 1);
         info |= ULPT_REC_VAL;
     }
+    /* A write whose bytes the check did not see (made in parts, atomic): read back later. */
+    u->log_stage[n].size = kind == ULPT_KIND_W && !val ? MIN(size, 8) : 0;
     if (host) {
         stq_le_p(host, start);
         stq_le_p(host + 8, info);
@@ -134,6 +136,35 @@ UlptLogStage ulpt_log_stage(CPUX86State *env, uint64_t start, unsigned size,
     return ULPT_LOG_STAGED;
 }
 
+/*
+ * The first `size` (1 to 8) bytes at linear address va, as they are now, into the record's
+ * value word: false when a byte is not in RAM that the TLB maps (the record has no VAL).
+ */
+static bool read_back(CPUX86State *env, uint64_t va, unsigned size, uint64_t *value)
+{
+    int mmu_idx = cpu_mmu_index(env, false);
+    uint64_t v = 0;
+
+    for (unsigned i = 0; i < size; ) {
+        CPUTLBEntry *te = tlb_entry(env, mmu_idx, va + i);
+        unsigned k = MIN(size - i, TARGET_PAGE_SIZE - ((va + i) & ~TARGET_PAGE_MASK));
+        uint8_t *h;
+
+        /* Plain RAM in the TLB; a finer check (line rights) is no reason not to read. */
+        if (!tlb_hit(te->addr_read, va + i) ||
+            (te->addr_read & ~TARGET_PAGE_MASK & ~(target_ulong)TLB_CHECK)) {
+            return false;
+        }
+        h = (uint8_t *)(uintptr_t)(va + i + te->addend);
+        for (unsigned j = 0; j < k; j++) {
+            v |= (uint64_t)h[j] << (8 * (i + j));
+        }
+        i += k;
+    }
+    stq_le_p(value, v);
+    return true;
+}
+
 bool ulpt_log_publish(CPUX86State *env)
 {
     UlptState *u = &env->ulpt;
@@ -143,6 +174,14 @@ bool ulpt_log_publish(CPUX86State *env)
 
     if (!n) {
         return false;
+    }
+    /* The values of writes made in parts, now that they are made (R-LOG-3). */
+    for (unsigned i = 0; i < n; i++) {
+        if (u->log_stage[i].size && u->log_stage[i].host &&
+            read_back(env, u->log_stage[i].start, u->log_stage[i].size,
+                      u->log_stage[i].host + 2)) {
+            u->log_stage[i].info |= ULPT_REC_VAL;
+        }
     }
     /* The other words first, then V (R-LOG-6). */
     smp_wmb();

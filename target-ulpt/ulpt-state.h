@@ -28,6 +28,7 @@ typedef struct UlptState {
         uint64_t start;             /* the access, for parts of one access */
         uintptr_t ra;
         uint8_t kind;
+        uint8_t size;               /* a write's bytes to read back, 0: none (value known) */
     } log_stage[64];
     /* A wide access probed whole (ulpt-probe.c) and logged: its parts are not. */
     uint64_t log_cover_start, log_cover_size;

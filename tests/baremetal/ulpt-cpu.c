@@ -1892,6 +1892,24 @@ static void log3_fault(void)
     r = run_user_default(u_write8, tp[1]);
     bm_ok(r == 0x80 && log_count() == 1 && *(volatile uint64_t *)tp[1] == 0x55,
           "R-LOG-3: writable again, the instruction logs and completes");
+    /* VAL for writes the check sees in parts: one from an open page into a logged one, and a
+       locked read-modify-write (its new value). */
+    ulpt_kset(va(tp[2]), ULPT_LOG, ULPT_LINE_NW(0));
+    *(volatile uint64_t *)(tp[1] + 128) = 41;
+    ulpt_kset(va(tp[1]), ULPT_LOG, ULPT_LINE_NR(1) | ULPT_LINE_NW(1));
+    r = run_user_default(u_write8, tp[2] - 4);
+    r |= run_user_default(u_lock_add, tp[1] + 128);
+    int w1 = 0, w2 = 0;
+    for (unsigned i = 1; i < log_nslots; i++) {
+        uint64_t info = rec(i)[ULPT_REC_INFO];
+        if ((info & ULPT_REC_V) && ULPT_INFO_KIND(info) == ULPT_KIND_W && (info & ULPT_REC_VAL)) {
+            w1 += rec(i)[ULPT_REC_START] == va(tp[2]) - 4 && rec(i)[ULPT_REC_VALUE] == 0x55;
+            w2 += rec(i)[ULPT_REC_START] == va(tp[1]) + 128 && rec(i)[ULPT_REC_VALUE] == 42;
+        }
+    }
+    bm_ok((r & ~0x80ull) == 0 && w1 == 1 && w2 == 1,
+          "R-LOG-3: a write across into a logged page and a locked add have VAL and the bytes written "
+          "(%d %d; " REC_FMT "; " REC_FMT "; " REC_FMT ")", w1, w2, REC_ARGS(1), REC_ARGS(2), REC_ARGS(3));
 }
 
 /* R-LOG-4: a full log is a FULL violation at the access; the handler consumes and it runs
@@ -2106,7 +2124,7 @@ static const struct test_case ulpt_tests[] = {
     { "R-RET-4:frame-fault", ret4_frame_fault, 2 },
     { "R-LOG-1", log1_logged, 6 },
     { "R-LOG-2", log2_once, 5 },
-    { "R-LOG-3", log3_fault, 2 },
+    { "R-LOG-3", log3_fault, 3 },
     { "R-LOG-4", log4_full, 4 },
     { "R-LOG-5", log5_event, 4 },
     { "R-LOG-6", log6_slots, 1 },
