@@ -9,9 +9,12 @@
  * stream from its parent's at the fork): the same seed gives the same operations per process
  * (the interleaving between processes and vCPUs is the only thing left to chance). --seq N
  * runs sequence N alone; a sequence whose processes count nothing (calls, accesses, forks) for
- * --stall S seconds (120) is reported hung, with its tasks' kernel stacks. The operations: the four ARCH_ULPT_* calls with valid and hostile
+ * --stall S seconds (120) is reported hung, with its tasks' kernel stacks. The operations: the six ARCH_ULPT_* calls with valid and hostile
  * arguments (bad, kernel and non-canonical pointers, read-only and straddling structures,
- * non-zero flags, handler addresses around the user limit, unknown codes), the view and
+ * non-zero flags, handler addresses around the user limit, unknown codes; access logs that are
+ * misaligned, at kernel or non-canonical addresses, around the user limit, too big, with a
+ * threshold above their size, on unmapped or read-only memory), accesses logged through
+ * entries with ULPT_LOG (each record checked and consumed; log events), the view and
  * restricted memory through mmap, munmap, mremap, mprotect, madvise and brk, accesses that the
  * table denies (with and without a handler), fork, exec, threads, clone(CLONE_VM), signals
  * inside the handler, processes that die inside it, PTRACE_ARCH_PRCTL, an address space too
@@ -81,7 +84,7 @@ static unsigned long user_limit = (1UL << 47) - PG, va_top = 1UL << 47;
 struct failure { char sig[200]; unsigned long seq, count; };
 struct shared {
     int lock;
-    long seqs, procs, calls, accesses, handled, forks, execs, again, again_pf;
+    long seqs, procs, calls, accesses, handled, forks, execs, again, again_pf, logged;
     long table_kb;                  /* sum over processes of their table's size at exit */
     long progress[8];               /* per job slot: counted events of its sequence's processes */
     long fails, nfail, nnote;
@@ -91,6 +94,7 @@ static struct shared *sh;
 static uint64_t seed0;
 static unsigned long cur_seq;
 static int nodev;                   /* no ULPT (or noulpt): every ARCH_ULPT_* is ENODEV */
+static int nolog;                   /* a ULPT CPU without the access log: the log calls ENODEV */
 
 static void sh_lock(void) { while (__atomic_exchange_n(&sh->lock, 1, __ATOMIC_ACQUIRE)) sched_yield(); }
 static void sh_unlock(void) { __atomic_store_n(&sh->lock, 0, __ATOMIC_RELEASE); }
@@ -217,6 +221,16 @@ static __thread volatile long t_hits, t_usr1, t_inh_bad;
 /* The thread's page faults when its handler last returned (-1: not in a checked access), and
    whether one came between that return and the next delivery: what ends a permit (R-RET-2). */
 static __thread volatile long t_flt_ret = -1, t_flt_between;
+/* The thread's access log as set (base 0: none), valid in table epoch my_log_epoch; its
+   memory: the thread's own page (each record consumed at once), or one that faults */
+enum { LM_OWN, LM_HOLE, LM_RO, LM_OTHER };
+static __thread struct ulpt_log my_log;
+static __thread long my_log_epoch;
+static __thread int my_log_mem;
+static __thread struct ulpt_log_record *my_log_buf;   /* one page: 2^7 records */
+static __thread uint64_t t_ls;        /* the log operations' own stream: the others' unchanged */
+static __thread volatile long t_logev, t_full;
+static __thread volatile uint64_t t_logev_index;
 
 static int in_hole(unsigned long a)
 {
@@ -261,6 +275,16 @@ static long thread_faults(void)
 
 void fuzz_handler(uint64_t *f)
 {
+    if (ULPT_INFO_REASON(f[1]) == ULPT_REASON_LOG) {    /* records wait: they are consumed later */
+        t_logev++;
+        t_logev_index = f[2];
+        return;
+    }
+    if (ULPT_INFO_REASON(f[1]) == ULPT_REASON_FULL) {   /* never: each record is consumed at once */
+        t_full++;
+        f[1] |= ULPT_INFO_PERMIT;
+        return;
+    }
     t_hits++;
     if (t_flt_ret >= 0 && thread_faults() > t_flt_ret)
         t_flt_between++;
@@ -411,13 +435,87 @@ static void check_entries(const char *when)
     }
 }
 
+/* ---- the access log ---- */
+static int log_live(void) { return enabled && my_log.base && my_log_epoch == epoch; }
+
+/*
+ * An access that entries with ULPT_LOG deny, by a thread with a log: made and recorded, not
+ * delivered; with thresh 1 (the one record waits) a log event when a handler is there. A log
+ * on unmapped or read-only memory: the ordinary SIGSEGV of its slot, the access not made.
+ */
+static void check_logged(int idx, int kind, uint8_t *p, uint64_t v, int sig, long hits, long ev, int handler)
+{
+    uint64_t n = 1ull << my_log.size_shift;
+    unsigned long slot = my_log.base + 32 * (my_log.index & (n - 1));
+    uint64_t pr = kind == K_R ? ULPT_NR : ULPT_NW, lr = 0;
+
+    for (int l = 0; l < 32; l++)
+        lr |= w1[idx] & (kind == K_R ? ULPT_LINE_NR(l) : ULPT_LINE_NW(l));
+    if (my_log_mem != LM_OWN) {
+        int want = my_log_mem == LM_HOLE ? SEGV_MAPERR : SEGV_ACCERR;
+        if (sig != SIGSEGV || t_code != want || t_addr - slot >= 32 || (t_err & 0x100) || hits || ev)
+            fail("an access logged into %s memory: want SIGSEGV %s in its slot, got signal %d code %d%s",
+                 my_log_mem == LM_HOLE ? "unmapped" : "read-only", my_log_mem == LM_HOLE ? "SEGV_MAPERR" : "SEGV_ACCERR",
+                 sig, t_code, t_addr - slot < 32 ? "" : " (elsewhere)");
+        return;
+    }
+    struct ulpt_log_record *r = (struct ulpt_log_record *)slot;
+    uint64_t info = __atomic_load_n(&r->info, __ATOMIC_ACQUIRE);
+    unsigned reason = ULPT_INFO_REASON(info);
+    add(&sh->logged, 1);
+    if (sig || hits)
+        fail("a logged access: signal %d code %d, handler ran %ld", sig, t_code, hits);
+    else if (!(info & ULPT_REC_V) || r->start != (unsigned long)p ||
+             ULPT_INFO_KIND(info) != (kind == K_R ? ULPT_KIND_R : ULPT_KIND_W) || ULPT_INFO_SIZE(info) != 8 ||
+             !((reason == ULPT_REASON_PAGE && (w0[idx] & pr)) || (reason == ULPT_REASON_LINE && lr)) ||
+             !!(info & ULPT_REC_VAL) != (kind == K_W) || r->value != (kind == K_W ? v : 0) || !r->rip)
+        fail("a logged %s: the record at the write index is not the access's", kind == K_R ? "read" : "write");
+    __atomic_store_n(&r->info, 0, __ATOMIC_RELEASE);
+    my_log.index++;
+    int want_ev = my_log.thresh == 1 && handler;
+    if (ev != want_ev)
+        fail("a logged access with thresh %u%s: %ld log events", my_log.thresh, handler ? " and a handler" : "", ev);
+    else if (ev && t_logev_index != my_log.index)
+        fail("a log event: frame word 2 is not the write index");
+}
+
+/* GET_LOG (and this thread's ULPT_log: line) against the tracked log. */
+static void check_log(const char *when)
+{
+    struct ulpt_log l;
+    memset(&l, 0xa5, sizeof(l));
+    long rc = aprctl(ARCH_ULPT_GET_LOG, (unsigned long)&l);
+    if (nodev || nolog) {
+        EXPECT("GET_LOG", "no ULPT (log)", err_of(rc), ENODEV);
+        return;
+    }
+    if (!EXPECT("GET_LOG", "valid pointer", err_of(rc), 0))
+        return;
+    if (!log_live()) {
+        if (l.base || l.size_shift || l.thresh || l.index || l.flags)
+            fail("GET_LOG without a log (%s): not all zero", when);
+    } else if (l.base != my_log.base || l.size_shift != my_log.size_shift || l.thresh != my_log.thresh ||
+               l.index != my_log.index || l.flags) {
+        fail("GET_LOG (%s): not the log set, or not its write index", when);
+    }
+    char b[512], *t;
+    int fd = open("/proc/thread-self/arch_status", O_RDONLY);
+    long n = fd >= 0 ? read(fd, b, sizeof(b) - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    b[n > 0 ? n : 0] = 0;
+    if (enabled && (!(t = strstr(b, "ULPT_log:\t")) ||
+                    strtoull(t + 10, NULL, 10) != (log_live() ? 1ull << my_log.size_shift : 0)))
+        fail("arch_status ULPT_log (%s): not the thread's log size", when);
+}
+
 /* One access to our memory, checked against the entries and the handler. */
 static void checked_access(uint64_t *s)
 {
     int idx = rn(s, NP + NCODE), kind = idx < NP ? rn(s, 2) : K_X;
     unsigned off = idx < NP ? (rn(s, PG / 8) * 8) : rn(s, 32) * 128;
     uint8_t *p = page_of(idx) + off;
-    long hits = t_hits, usr1 = t_usr1, inh = t_inh_bad;
+    long hits = t_hits, usr1 = t_usr1, inh = t_inh_bad, ev = t_logev, full = t_full;
     int den = enabled && denied(idx, off, kind);
     int handler = enabled && my_handler && my_epoch == epoch;
     int mode = t_hmode;
@@ -425,15 +523,24 @@ static void checked_access(uint64_t *s)
     add(&sh->accesses, 1);
     t_flt_ret = -1;
     t_flt_between = 0;
-    int sig = access_(p, kind, rnd(s));
+    uint64_t v = rnd(s);
+    int sig = access_(p, kind, v);
     t_flt_ret = -1;
     if (t_inh_bad != inh)
         fail("GET_STATE in-handler flag wrong inside the handler or a signal handler (handler mode %d)", mode);
+    if (t_full != full)
+        fail("a full log (each record is consumed at once): FULL delivered");
     if (!den) {
-        if (sig || t_hits != hits)
+        if (sig || t_hits != hits || t_logev != ev)
             fail("access allowed by the table: signal %d code %d, handler ran %ld", sig, t_code, t_hits - hits);
         return;
     }
+    if (kind != K_X && (w0[idx] & ULPT_LOG) && log_live()) {
+        check_logged(idx, kind, p, v, sig, t_hits - hits, t_logev - ev, handler);
+        return;
+    }
+    if (t_logev != ev)
+        fail("a log event after an access that was not logged");
     if (!handler) {
         if (sig != SIGSEGV || t_code != SEGV_ULPTERR || t_addr != (unsigned long)p || !(t_err & 0x100))
             fail("denied access without a handler: want SIGSEGV/SEGV_ULPTERR at the address with error bit 8, got signal %d code %d%s",
@@ -715,9 +822,120 @@ static void op_get_state(uint64_t *s)
     EXPECT("GET_STATE", pcls[cls], err_of(rc), nodev ? ENODEV : EFAULT);
 }
 
+/* The log's checks of SET_LOG's argument (docs/linux-api.md) */
+static int log_arg_ok(const struct ulpt_log *l)
+{
+    if (!l->base)
+        return 1;
+    return l->size_shift <= 24 && l->thresh <= (1u << l->size_shift) && l->base % 32 == 0 &&
+           l->base < USER_LIMIT && (32ull << l->size_shift) <= USER_LIMIT - l->base;
+}
+
+static void op_set_log(uint64_t *s)
+{
+    static __thread char buf[64] __attribute__((aligned(16)));
+    int cls = rn(s, 5) ? P_VALID : rn(s, P_NCLS);
+    struct ulpt_log *a = (struct ulpt_log *)(cls == P_UNALIGNED ? buf + 1 + rn(s, 7) : buf);
+    unsigned long p = hostile_ptr(cls, s, buf);
+    struct ulpt_log l = { 0 };
+    int mem = LM_OTHER;
+    const char *c;
+
+    if (!my_log_buf) {
+        my_log_buf = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (my_log_buf == MAP_FAILED) {
+            my_log_buf = NULL;
+            return;
+        }
+    }
+    l.size_shift = rn(s, 8);
+    switch (rn(s, 12)) {
+    case 0: c = "base 0 (no log)"; l.size_shift = rnd(s); break;
+    case 1: case 2: case 3: case 4: l.base = (unsigned long)my_log_buf; mem = LM_OWN; c = "own memory"; break;
+    case 5: l.base = (unsigned long)hole_page; mem = LM_HOLE; c = "unmapped memory"; break;
+    case 6: l.base = (unsigned long)ro_page; mem = LM_RO; c = "read-only memory"; break;
+    case 7: l.base = (unsigned long)my_log_buf + 1 + rn(s, 31); c = "base not 32-byte aligned"; break;
+    case 8: l.base = 0xffff888000000000ul + (rnd(s) & 0xffffe0); c = "kernel address"; break;
+    case 9: l.base = (1ul << (57 + rn(s, 7))) | (rnd(s) & 0xffe0); c = "non-canonical"; break;
+    case 10:
+        l.size_shift = rn(s, 25);
+        l.base = USER_LIMIT - (32ul << l.size_shift) + (rn(s, 2) ? 0 : 32 << rn(s, 4));
+        c = "ending at or past the user limit";
+        break;
+    default: l.base = (rnd(s) & (USER_LIMIT - 1)) & ~31ul; l.size_shift = rn(s, 25); c = "any user address"; break;
+    }
+    if (rn(s, 10) == 0)
+        l.size_shift = rn(s, 2) ? 25 + rn(s, 40) : ~0u;
+    uint64_t cap = l.size_shift <= 24 ? 1ull << l.size_shift : 1ull << 24;
+    switch (rn(s, 6)) {
+    case 0: l.thresh = 0; break;
+    case 1: l.thresh = 1; break;
+    case 2: l.thresh = rn(s, cap + 1); break;
+    case 3: l.thresh = cap; break;
+    case 4: l.thresh = cap + 1 + rn(s, 100); break;
+    default: l.thresh = rnd(s); break;
+    }
+    l.index = rn(s, 2) ? rnd(s) : rn(s, 100);
+    l.flags = rn(s, 8) == 0 ? 1ull << rn(s, 64) : 0;
+    if (cls == P_VALID || cls == P_UNALIGNED) {
+        memcpy(a, &l, sizeof(l));
+        p = (unsigned long)a;
+    } else if (cls == P_READONLY) {
+        memset(&l, 0, sizeof(l));        /* the page holds zeros: no log */
+        c = "read-only (zeros: no log)";
+    } else {
+        c = pcls[cls];
+    }
+    pthread_mutex_lock(&st_lock);
+    long rc = aprctl(ARCH_ULPT_SET_LOG, p);
+    int e = err_of(rc);
+    if (nodev || nolog)
+        EXPECT("SET_LOG", c, e, ENODEV);
+    else if (cls != P_VALID && cls != P_UNALIGNED && cls != P_READONLY)
+        EXPECT("SET_LOG", c, e, EFAULT);
+    else if (l.flags)
+        EXPECT("SET_LOG", "flags set", e, EINVAL);
+    else if (!log_arg_ok(&l))
+        EXPECT("SET_LOG", c, e, EINVAL);
+    else if (!enabled)
+        EXPECT("SET_LOG", "no table", e, EINVAL);
+    else
+        EXPECT("SET_LOG", c, e, 0);
+    if (e == 0) {
+        if (l.base && mem == LM_OTHER) {
+            struct ulpt_log none = { 0 };     /* never keep a log where records could land on ours */
+            aprctl(ARCH_ULPT_SET_LOG, (unsigned long)&none);
+            l.base = 0;
+        }
+        if (l.base) {
+            my_log = l;
+            my_log_epoch = epoch;
+            my_log_mem = mem;
+            if (mem == LM_OWN)
+                memset(my_log_buf, 0, PG);
+        } else {
+            memset(&my_log, 0, sizeof(my_log));
+        }
+    }
+    pthread_mutex_unlock(&st_lock);
+}
+
+static void op_get_log(uint64_t *s)
+{
+    int cls = rn(s, 3) ? P_VALID : rn(s, P_NCLS);
+    if (cls == P_VALID || cls == P_UNALIGNED) {
+        pthread_mutex_lock(&st_lock);
+        check_log("random");
+        pthread_mutex_unlock(&st_lock);
+        return;
+    }
+    long rc = aprctl(ARCH_ULPT_GET_LOG, hostile_ptr(cls, s, NULL));
+    EXPECT("GET_LOG", pcls[cls], err_of(rc), nodev || nolog ? ENODEV : EFAULT);
+}
+
 static void op_unknown(uint64_t *s)
 {
-    int code = rn(s, 2) ? 0x6000 : 0x6005 + rn(s, 0xffa);
+    int code = rn(s, 2) ? 0x6000 : 0x6007 + rn(s, 0xff8);
     long rc = aprctl(code, rnd(s));
     if (nodev)
         note("an unknown ARCH_ULPT_* code without ULPT: EINVAL or ENODEV (both rows apply)");
@@ -746,6 +964,8 @@ static void op_view_store(uint64_t *s)
             b = rnd(s) & rnd(s);
         if (rn(s, 3) == 0)
             a |= (rnd(s) & 0xff00000000000000ull);   /* software bits */
+        if (idx < NP && rn(&t_ls, 3) == 0)
+            a |= ULPT_LOG;                  /* its denials logged by a thread with a log */
         set_entry(idx, a, b);
     } else {
         /* somewhere far: garbage in an entry of memory we do not use */
@@ -1056,6 +1276,7 @@ static void op_fork(uint64_t *s)
             }
         }
         check_state("fork child");
+        check_log("fork child (the thread's log, its index)");
         check_entries("fork child: the parent's entries");
         if (kind == 0) {
             /* write other entries: the parent must not see them */
@@ -1113,6 +1334,7 @@ static void op_fork(uint64_t *s)
         fail("internal: tracked entries changed across fork");
     check_entries("parent after the child's stores");
     check_state("parent after fork");
+    check_log("parent after fork");
     pthread_mutex_unlock(&st_lock);
 }
 
@@ -1128,7 +1350,7 @@ static void wait_child(pid_t pid, int want_code, int want_sig, const char *what)
         fail("%s: exit status %#x, want %s %d", what, st, want_sig ? "signal" : "code", want_sig ? want_sig : want_code);
 }
 
-/* exec: the new program has no table and no handler (also from a thread, from inside a handler) */
+/* exec: the new program has no table, handler or log (also from a thread, from inside a handler) */
 static void op_exec(uint64_t *s)
 {
     int how = rn(s, 3);
@@ -1171,14 +1393,23 @@ static int exec_check(void)
         return 3;
     if (aprctl(ARCH_ULPT_SET_HANDLER, (unsigned long)fuzz_entry) != -1 || errno != EINVAL)
         return 4;
+    struct ulpt_log l;
+    memset(&l, 0x5a, sizeof(l));
+    rc = aprctl(ARCH_ULPT_GET_LOG, (unsigned long)&l);
+    if ((rc && errno != ENODEV) || (!rc && (l.base || l.size_shift || l.thresh || l.index || l.flags)))
+        return 7;
     struct ulpt_enable en = { 0 };
     if (aprctl(ARCH_ULPT_ENABLE, (unsigned long)&en) ||
         aprctl(ARCH_ULPT_GET_STATE, (unsigned long)&st) || st.handler || (st.flags & ULPT_STATE_IN_HANDLER))
         return 6;
+    memset(&l, 0x5a, sizeof(l));
+    rc = aprctl(ARCH_ULPT_GET_LOG, (unsigned long)&l);
+    if ((rc && errno != ENODEV) || (!rc && (l.base || l.size_shift || l.thresh || l.index || l.flags)))
+        return 8;
     return 0;
 }
 
-/* PTRACE_ARCH_PRCTL with any ARCH_ULPT_* on another task: EINVAL */
+/* PTRACE_ARCH_PRCTL with any ARCH_ULPT_* on another task: EINVAL (or ENODEV without ULPT) */
 static void op_ptrace(uint64_t *s)
 {
     int en = rn(s, 2);
@@ -1202,7 +1433,7 @@ static void op_ptrace(uint64_t *s)
     }
     for (int i = 0; i < 3; i++) {
         static struct ulpt_state buf;
-        int code = ARCH_ULPT_ENABLE + rn(s, 4);
+        int code = ARCH_ULPT_ENABLE + rn(s, 6);
         unsigned long arg = rn(s, 2) ? (unsigned long)&buf : rnd(s);
         long rc = ptrace(PTRACE_ARCH_PRCTL, pid, (void *)arg, (void *)(long)code);
         if (nodev) {
@@ -1216,7 +1447,7 @@ static void op_ptrace(uint64_t *s)
     waitpid(pid, &st, 0);
 }
 
-/* clone(CLONE_VM) without CLONE_THREAD: the same table, the creator's handler */
+/* clone(CLONE_VM) without CLONE_THREAD: the same table, the creator's handler, no log */
 static volatile int clone_res;
 static unsigned long clone_want_handler;
 static int clone_fn(void *a)
@@ -1227,7 +1458,11 @@ static int clone_fn(void *a)
         clone_res = 2;
     else if (!!(st.flags & ULPT_STATE_ENABLED) != !!enabled || st.view != view || st.handler != clone_want_handler)
         clone_res = 3;
-    else
+    else if (!nolog && !nodev) {
+        struct ulpt_log l;
+        memset(&l, 0x5a, sizeof(l));
+        clone_res = aprctl(ARCH_ULPT_GET_LOG, (unsigned long)&l) ? 2 : l.base || l.index ? 4 : 1;
+    } else
         clone_res = 1;
     return 0;
 }
@@ -1245,7 +1480,8 @@ static void op_clone_vm(uint64_t *s)
     else {
         wait_child(pid, 0, 0, "clone(CLONE_VM) child");
         if (!nodev && clone_res != 1)
-            fail("clone(CLONE_VM) child: GET_STATE %s", clone_res == 3 ? "differs from the creator's (table, view or handler)" : "failed");
+            fail("clone(CLONE_VM) child: %s", clone_res == 3 ? "GET_STATE differs from the creator's (table, view or handler)" :
+                 clone_res == 4 ? "GET_LOG shows a log (a new thread has none)" : "GET_STATE or GET_LOG failed");
     }
     pthread_mutex_unlock(&st_lock);
 }
@@ -1275,9 +1511,13 @@ static void *thread_fn(void *a)
     my_handler = t->handler;
     my_epoch = t->epoch;
     t_hmode = H_PERMIT;
+    t_ls = mix(t->seed ^ 0x6c6f67);
     check_state("new thread (inherits the handler)");
+    check_log("new thread (no log)");
     pthread_mutex_unlock(&st_lock);
     for (int i = 0; i < 40 && !threads_stop; i++) {
+        if (rn(&t_ls, 100) < 10)
+            (rn(&t_ls, 3) ? op_set_log : op_get_log)(&t_ls);
         switch (rn(&s, 6)) {
         case 0: op_set_handler(&s); break;
         case 1: op_get_state(&s); break;
@@ -1297,7 +1537,10 @@ static void sequence(uint64_t s0)
 {
     uint64_t s = mix(s0);
     int nops = 20 + rn(&s, 60);
+    t_ls = mix(s0 ^ 0x6c6f67);
     for (int i = 0; i < nops; i++) {
+        if (rn(&t_ls, 100) < 10)
+            (rn(&t_ls, 3) ? op_set_log : op_get_log)(&t_ls);
         unsigned op = rn(&s, 100);
         if (op < 10) op_enable(&s);
         else if (op < 14) op_disable(&s);
@@ -1326,6 +1569,7 @@ static void sequence(uint64_t s0)
         } else if (op < 96) {
             pthread_mutex_lock(&st_lock);
             check_state("sequence");
+            check_log("sequence");
             check_entries("sequence");
             pthread_mutex_unlock(&st_lock);
             check_arch_status();
@@ -1345,6 +1589,7 @@ static void sequence(uint64_t s0)
         pthread_join(thr[--nthr], NULL);
     pthread_mutex_lock(&st_lock);
     check_state("end");
+    check_log("end");
     check_entries("end");
     pthread_mutex_unlock(&st_lock);
     check_arch_status();
@@ -1377,6 +1622,7 @@ static void setup_process(void)
     if (hi != MAP_FAILED)
         munmap(hi, PG);
     nodev = aprctl(ARCH_ULPT_GET_STATE, (unsigned long)&(struct ulpt_state){ 0 }) && errno == ENODEV;
+    nolog = !nodev && aprctl(ARCH_ULPT_GET_LOG, (unsigned long)&(struct ulpt_log){ 0 }) && errno == ENODEV;
 }
 
 /* One sequence in a process of its own, as the root of its tree. */
@@ -1564,6 +1810,7 @@ static void t_fuzz(void)
     mem_before = ulpt_mem_free_kb();
     /* the campaign's figures: what the regression replays counted is not part of them */
     sh->seqs = sh->procs = sh->calls = sh->accesses = sh->handled = sh->forks = sh->execs = sh->again = sh->again_pf = 0;
+    sh->logged = 0;
     for (;;) {
         int live = 0;
         for (int j = 0; j < jobs; j++) {
@@ -1614,9 +1861,9 @@ static void t_fuzz(void)
     /* sequences leave grandchildren only when killed: reap them */
     while (waitpid(-1, NULL, WNOHANG) > 0)
         ;
-    printf("# seed %llu: %ld sequences (%ld processes, %ld forks, %ld execs) in %.0f s: %ld checked calls, %ld accesses (%ld handled, %ld of them delivered again after an exception, %ld of those after a page fault)\n",
+    printf("# seed %llu: %ld sequences (%ld processes, %ld forks, %ld execs) in %.0f s: %ld checked calls, %ld accesses (%ld handled, %ld of them delivered again after an exception, %ld of those after a page fault; %ld logged)%s\n",
            (unsigned long long)seed0, sh->seqs, sh->procs, sh->forks, sh->execs, now() - t0, sh->calls,
-           sh->accesses, sh->handled, sh->again, sh->again_pf);
+           sh->accesses, sh->handled, sh->again, sh->again_pf, sh->logged, nolog ? "; a CPU without the access log" : "");
     tap_ok(sh->seqs > 0 && hung == 0 && bad == 0, "%ld sequences ran, none hung or died (%d hung, %d died)", sh->seqs, hung, bad);
     tap_ok(sh->fails == 0, "every errno and state as docs/linux-api.md says (%ld failed checks, %ld distinct)",
            sh->fails, sh->nfail);

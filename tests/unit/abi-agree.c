@@ -1,7 +1,7 @@
 /*
  * The kernel's uapi <asm/ulpt.h> and the ABI header <ulpt/arch.h> agree: every name both define
  * is token-identical (built with -Werror, a differing redefinition fails the build), and the
- * kernel's frame structure has the architecture's layout. `abi-agree NAME` runs one test of
+ * kernel's frame and log record structures have the architecture's layouts. `abi-agree NAME` runs one test of
  * abi_tests[], `abi-agree --list` lists them.
  */
 #include <stddef.h>
@@ -41,11 +41,43 @@ static void info_fields(void)
            "info fields, kinds and reasons");
 }
 
+static void log_record_layout(void)
+{
+    tap_ok(sizeof(struct ulpt_log_record) == ULPT_REC_SIZE &&
+           offsetof(struct ulpt_log_record, start) == 8 * ULPT_REC_START &&
+           offsetof(struct ulpt_log_record, info) == 8 * ULPT_REC_INFO &&
+           offsetof(struct ulpt_log_record, rip) == 8 * ULPT_REC_RIP &&
+           offsetof(struct ulpt_log_record, value) == 8 * ULPT_REC_VALUE,
+           "struct ulpt_log_record has the record layout of docs/spec.md section 6.2");
+}
+
+static void log_fields(void)
+{
+    tap_ok(ULPT_LOG == 1ull << 8 && ULPT_REASON_FULL == 5 && ULPT_REASON_LOG == 6 &&
+           ULPT_REC_V == 1ull << 63 && ULPT_REC_VAL == 1ull << 32 && ULPT_LOG_MAX_SHIFT == 24 &&
+           ULPT_LOG_CTL_SIZE_MASK == 0x1f && ULPT_LOG_CTL_THRESH_SHIFT == 32 &&
+           ULPT_LOG_CTL_RSVD_MASK == (0xffffffffull & ~0x1full) && ULPT_LOG_ALIGN == 32,
+           "the LOG entry bit, the log's reasons, record info bits and ULPT_LOG_CTL fields");
+}
+
+/* The arguments of ARCH_ULPT_SET_LOG and ARCH_ULPT_GET_LOG (docs/linux-api.md) */
+static void log_arg_layout(void)
+{
+    tap_ok(sizeof(struct ulpt_log) == 32 && offsetof(struct ulpt_log, base) == 0 &&
+           offsetof(struct ulpt_log, size_shift) == 8 && offsetof(struct ulpt_log, thresh) == 12 &&
+           offsetof(struct ulpt_log, index) == 16 && offsetof(struct ulpt_log, flags) == 24 &&
+           (1ull << ULPT_LOG_MAX_SHIFT) <= (__typeof__(((struct ulpt_log *)0)->thresh))~0u,
+           "struct ulpt_log: base, size_shift, thresh, index, flags; thresh holds 2^24");
+}
+
 static const struct test_case abi_tests[] = {
     { "frame-layout", frame_layout, 1 },
     { "view-size", view_size, 1 },
     { "right-bits", right_bits, 1 },
     { "info-fields", info_fields, 1 },
+    { "log-record-layout", log_record_layout, 1 },
+    { "log-fields", log_fields, 1 },
+    { "log-arg-layout", log_arg_layout, 1 },
 };
 
 int main(int argc, char **argv)

@@ -3,8 +3,10 @@
  * User Level Page Tables: the table through the life of an address space.
  *
  * fork copies the table, so the child starts with its parent's rights and
- * its threads keep their handlers (and their in-handler state); exec
- * starts the new program without a handler (the new mm has no table);
+ * its thread keeps its handler (and its in-handler state) and its access log
+ * (the child's copy of the buffer holds the same records); a new thread has
+ * no log; exec starts the new program without a handler or a log (the new mm
+ * has no table);
  * munmap, brk and the source of mremap clear the entries of the range, so
  * that memory mapped there later is not restricted by rights set on what
  * was there before; the table is freed with the address space.
@@ -43,19 +45,29 @@ int ulpt_dup_mmap(struct mm_struct *oldmm, struct mm_struct *mm)
 /*
  * copy_thread(): a child that is a copy of the calling thread (fork, vfork) is
  * where the thread is, inside its handler if the thread is, so that its UIRET
- * returns as the parent's does. The state is in the MSR while the thread runs
- * (thread.ulpt_status is 0 then, ulpt_load_thread()), as PKRU is. A new
- * thread sharing the mm starts at its own function: outside any handler.
+ * returns as the parent's does, and it appends to its log where the thread
+ * would. Both are in the MSRs while the thread runs (thread.ulpt_status is 0
+ * then, ulpt_load_thread()), as PKRU is. A new thread sharing the mm starts at
+ * its own function: outside any handler, and without a log (two threads never
+ * append to one log).
  */
 void ulpt_fork_thread(struct task_struct *p, unsigned long clone_flags)
 {
 	p->thread.ulpt_status = 0;
-	if (!cpu_feature_enabled(X86_FEATURE_ULPT) ||
-	    ((clone_flags & CLONE_VM) && !(clone_flags & CLONE_VFORK)))
+	if ((clone_flags & CLONE_VM) && !(clone_flags & CLONE_VFORK)) {
+		p->thread.ulpt_log_base = 0;
+		p->thread.ulpt_log_ctl = 0;
+		p->thread.ulpt_log_index = 0;
+		return;
+	}
+	if (!cpu_feature_enabled(X86_FEATURE_ULPT))
 		return;
 	preempt_disable();
-	if (this_cpu_read(ulpt_cpu_owner) == current)
+	if (this_cpu_read(ulpt_cpu_owner) == current) {
 		rdmsrl(MSR_ULPT_STATUS, p->thread.ulpt_status);
+		if (this_cpu_read(ulpt_cpu_log))
+			rdmsrl(MSR_ULPT_LOG_INDEX, p->thread.ulpt_log_index);
+	}
 	preempt_enable();
 }
 
@@ -68,17 +80,23 @@ void ulpt_unmap(struct mm_struct *mm, unsigned long start, unsigned long end)
 		ulpt_mm_clear(u, start, end);
 }
 
-/* arch_setup_new_exec(): the new program starts without a handler. */
+/* arch_setup_new_exec(): the new program starts without a handler or a log. */
 void ulpt_exec(struct task_struct *tsk)
 {
 	tsk->thread.ulpt_handler = 0;
 	tsk->thread.ulpt_status = 0;
+	tsk->thread.ulpt_log_base = 0;
+	tsk->thread.ulpt_log_ctl = 0;
+	tsk->thread.ulpt_log_index = 0;
 	tsk->thread.ulpt_gen = 0;
 	if (!cpu_feature_enabled(X86_FEATURE_ULPT))
 		return;
-	/* The MSRs still hold the old program's state: do not save it into this thread. */
+	/*
+	 * The MSRs still hold the old program's state: do not save it into this thread,
+	 * and let the CPU append to no log of the old program's.
+	 */
 	preempt_disable();
 	if (this_cpu_read(ulpt_cpu_owner) == tsk)
-		this_cpu_write(ulpt_cpu_owner, NULL);
+		ulpt_release_cpu();
 	preempt_enable();
 }

@@ -4,9 +4,12 @@
  *
  * ARCH_ULPT_ENABLE creates the table of the calling process and maps its
  * view, ARCH_ULPT_DISABLE removes both, ARCH_ULPT_SET_HANDLER sets the
- * calling thread's handler and ARCH_ULPT_GET_STATE reports. The table
- * pointer of an mm changes only under mmap_lock held for writing.
+ * calling thread's handler, ARCH_ULPT_SET_LOG its access log, and
+ * ARCH_ULPT_GET_STATE and ARCH_ULPT_GET_LOG report. The table pointer of an
+ * mm changes only under mmap_lock held for writing.
  */
+#include <linux/cache.h>
+#include <linux/init.h>
 #include <linux/mm.h>
 #include <linux/mman.h>
 #include <linux/preempt.h>
@@ -17,6 +20,22 @@
 #include <asm/proto.h>
 #include <asm/ulpt.h>
 #include <asm/ulpt_table.h>
+
+/*
+ * A ULPT CPU model older than the access log has no ULPT_LOG_* MSRs: the log
+ * calls are ENODEV there, not a #GP of the kernel's WRMSR.
+ */
+static bool ulpt_log_cpu __ro_after_init;
+
+static int __init ulpt_log_probe(void)
+{
+	u64 ctl;
+
+	ulpt_log_cpu = cpu_feature_enabled(X86_FEATURE_ULPT) &&
+		       !rdmsrl_safe(MSR_ULPT_LOG_CTL, &ctl);
+	return 0;
+}
+late_initcall(ulpt_log_probe);
 
 static long ulpt_enable(struct ulpt_enable __user *uarg)
 {
@@ -128,6 +147,21 @@ static long ulpt_get_state(struct ulpt_state __user *uarg)
 	return copy_to_user(uarg, &s, sizeof(s)) ? -EFAULT : 0;
 }
 
+/* The thread's state belongs to table u from now on: none set on an older table survives. */
+static void ulpt_thread_adopt(struct ulpt_mm *u)
+{
+	struct thread_struct *t = &current->thread;
+
+	if (t->ulpt_gen == u->gen)
+		return;
+	t->ulpt_handler = 0;
+	t->ulpt_status = 0;
+	t->ulpt_log_base = 0;
+	t->ulpt_log_ctl = 0;
+	t->ulpt_log_index = 0;
+	t->ulpt_gen = u->gen;
+}
+
 static long ulpt_set_handler(unsigned long handler)
 {
 	struct mm_struct *mm = current->mm;
@@ -147,13 +181,82 @@ static long ulpt_set_handler(unsigned long handler)
 		return -EINVAL;
 	}
 	preempt_disable();
-	current->thread.ulpt_status = ulpt_current_status(u);
+	ulpt_save_thread(current);
+	ulpt_thread_adopt(u);
 	current->thread.ulpt_handler = handler;
-	current->thread.ulpt_gen = u->gen;
 	ulpt_load_thread(current, u);
 	preempt_enable();
 	mmap_read_unlock(mm);
 	return 0;
+}
+
+static long ulpt_set_log(struct ulpt_log __user *uarg)
+{
+	struct thread_struct *t = &current->thread;
+	struct mm_struct *mm = current->mm;
+	struct ulpt_log a;
+	struct ulpt_mm *u;
+	u64 bytes;
+
+	if (copy_from_user(&a, uarg, sizeof(a)))
+		return -EFAULT;
+	if (a.flags)
+		return -EINVAL;
+	if (a.base) {
+		if (a.size_shift > ULPT_LOG_MAX_SHIFT || a.thresh > 1U << a.size_shift)
+			return -EINVAL;
+		/*
+		 * The whole log below the user address limit: the base is canonical for
+		 * the CPU, so the WRMSR cannot fault, and no record lands at a kernel
+		 * or non-canonical address.
+		 */
+		bytes = (u64)ULPT_REC_SIZE << a.size_shift;
+		if (!IS_ALIGNED(a.base, ULPT_LOG_ALIGN) || a.base >= TASK_SIZE_MAX ||
+		    bytes > TASK_SIZE_MAX - a.base)
+			return -EINVAL;
+	}
+	if (mmap_read_lock_killable(mm))
+		return -EINTR;
+	u = mm->context.ulpt;		/* DISABLE changes it under the write lock */
+	if (!u) {
+		mmap_read_unlock(mm);
+		return -EINVAL;
+	}
+	preempt_disable();
+	ulpt_save_thread(current);
+	ulpt_thread_adopt(u);
+	t->ulpt_log_base = a.base;
+	t->ulpt_log_ctl = a.base ? a.size_shift | (u64)a.thresh << ULPT_LOG_CTL_THRESH_SHIFT : 0;
+	t->ulpt_log_index = a.base ? a.index : 0;
+	ulpt_load_thread(current, u);
+	preempt_enable();
+	mmap_read_unlock(mm);
+	return 0;
+}
+
+static long ulpt_get_log(struct ulpt_log __user *uarg)
+{
+	struct thread_struct *t = &current->thread;
+	struct mm_struct *mm = current->mm;
+	struct ulpt_log l = { };
+	struct ulpt_mm *u;
+
+	if (mmap_read_lock_killable(mm))
+		return -EINTR;
+	u = mm->context.ulpt;
+	if (u && ulpt_thread_log(current, u)) {
+		l.base = t->ulpt_log_base;
+		l.size_shift = t->ulpt_log_ctl & ULPT_LOG_CTL_SIZE_MASK;
+		l.thresh = t->ulpt_log_ctl >> ULPT_LOG_CTL_THRESH_SHIFT;
+		/* The CPU advances the index: the MSR holds it while the log is loaded */
+		preempt_disable();
+		l.index = t->ulpt_log_index;
+		if (this_cpu_read(ulpt_cpu_owner) == current && this_cpu_read(ulpt_cpu_log))
+			rdmsrl(MSR_ULPT_LOG_INDEX, l.index);
+		preempt_enable();
+	}
+	mmap_read_unlock(mm);
+	return copy_to_user(uarg, &l, sizeof(l)) ? -EFAULT : 0;
 }
 
 long ulpt_arch_prctl(int option, unsigned long arg2)
@@ -169,6 +272,14 @@ long ulpt_arch_prctl(int option, unsigned long arg2)
 		return ulpt_set_handler(arg2);
 	case ARCH_ULPT_GET_STATE:
 		return ulpt_get_state((struct ulpt_state __user *)arg2);
+	case ARCH_ULPT_SET_LOG:
+		if (!ulpt_log_cpu)
+			return -ENODEV;
+		return ulpt_set_log((struct ulpt_log __user *)arg2);
+	case ARCH_ULPT_GET_LOG:
+		if (!ulpt_log_cpu)
+			return -ENODEV;
+		return ulpt_get_log((struct ulpt_log __user *)arg2);
 	}
 	return -EINVAL;
 }

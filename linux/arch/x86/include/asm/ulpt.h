@@ -47,9 +47,12 @@ struct ulpt_mm {
 /* What this CPU's ULPT MSRs hold: the address space's root and view, the thread's state */
 DECLARE_PER_CPU(u64, ulpt_cpu_root);
 DECLARE_PER_CPU(struct task_struct *, ulpt_cpu_owner);
+DECLARE_PER_CPU(u64, ulpt_cpu_log);
 
 void ulpt_load_mm(struct ulpt_mm *u);
 void ulpt_load_thread(struct task_struct *tsk, struct ulpt_mm *u);
+void ulpt_save_thread(struct task_struct *tsk);
+void ulpt_release_cpu(void);
 void __ulpt_switch_to(struct task_struct *prev, struct task_struct *next);
 void ulpt_reload(struct mm_struct *mm);
 
@@ -62,6 +65,12 @@ static inline u64 ulpt_thread_handler(struct task_struct *tsk, struct ulpt_mm *u
 static inline u64 ulpt_thread_status(struct task_struct *tsk, struct ulpt_mm *u)
 {
 	return tsk->thread.ulpt_gen == u->gen ? tsk->thread.ulpt_status : 0;
+}
+
+/* The thread's ULPT_LOG_BASE: 0 when it has no log on table u */
+static inline u64 ulpt_thread_log(struct task_struct *tsk, struct ulpt_mm *u)
+{
+	return tsk->thread.ulpt_gen == u->gen ? tsk->thread.ulpt_log_base : 0;
 }
 
 /*
@@ -81,8 +90,9 @@ static inline void ulpt_switch_mm(struct mm_struct *next)
 }
 
 /*
- * __switch_to(): save the outgoing thread's in-handler state, load the
- * incoming thread's handler. Nothing to do between threads without a table.
+ * __switch_to(): save the outgoing thread's in-handler state and log index,
+ * load the incoming thread's handler and log. Nothing to do between threads
+ * without a table (a CPU with a log loaded has an owner).
  */
 static inline void ulpt_switch_to(struct task_struct *prev, struct task_struct *next)
 {

@@ -256,9 +256,72 @@ static uint64_t sigword_outside(int edit, uint64_t new)
 	return READ_ONCE(w_seen);
 }
 
+/*
+ * The access log of the thread under test (lg_*) and its consumer: records are taken in
+ * order from lg_next into lg_seen[], each slot freed (V cleared) after it was read.
+ */
+#define LG_SEEN			64
+static struct ulpt_log_record *lg_buf, lg_seen[LG_SEEN];
+static unsigned int lg_size;		/* records in lg_buf */
+static uint64_t lg_next;		/* the next record to consume */
+static int lg_nseen;
+static int lg_full, lg_events;		/* deliveries of reason FULL and LOG */
+static bool lg_drain = true;		/* the handler consumes the log */
+static bool lg_permit;			/* the handler lets a FULL access through */
+static struct ulpt_frame lg_frame;	/* the last FULL or LOG frame */
+
+static void lg_init(struct ulpt_log_record *buf, unsigned int shift, uint64_t index)
+{
+	lg_buf = buf;
+	lg_size = 1U << shift;
+	lg_next = index;
+	lg_nseen = 0;
+	lg_full = 0;
+	lg_events = 0;
+	lg_drain = true;
+	lg_permit = false;
+}
+
+/* Consumes the records that wait in order: how many */
+static int lg_consume(void)
+{
+	int n = 0;
+
+	for (;;) {
+		struct ulpt_log_record *r = &lg_buf[lg_next & (lg_size - 1)];
+
+		if (!(__atomic_load_n(&r->info, __ATOMIC_ACQUIRE) & ULPT_REC_V))
+			return n;
+		if (lg_nseen < LG_SEEN)
+			lg_seen[lg_nseen++] = *r;
+		__atomic_store_n(&r->info, 0, __ATOMIC_RELEASE);
+		lg_next++;
+		n++;
+	}
+}
+
+/* The handler's part for a full log (R-LOG-4) and a log event (R-LOG-5) */
+static void lg_handler(struct ulpt_frame *f)
+{
+	lg_frame = *f;
+	if (ULPT_INFO_REASON(f->info) == ULPT_REASON_FULL)
+		lg_full++;
+	else
+		lg_events++;
+	if (lg_drain)
+		lg_consume();
+	if (ULPT_INFO_REASON(f->info) == ULPT_REASON_FULL && lg_permit)
+		f->info |= ULPT_INFO_PERMIT;
+}
+
 /* Called by ulpt_entry */
 void ulpt_handler(struct ulpt_frame *f)
 {
+	if (ULPT_INFO_REASON(f->info) == ULPT_REASON_FULL ||
+	    ULPT_INFO_REASON(f->info) == ULPT_REASON_LOG) {
+		lg_handler(f);
+		return;
+	}
 	if (ULPT_INFO_REASON(f->info) == ULPT_REASON_AFTER) {
 		WRITE_ONCE(h_after, READ_ONCE(h_after) + 1);
 		WRITE_ONCE(h_after_rip, f->rip);
@@ -359,6 +422,9 @@ static void test_nocpu(void)
 	}
 	check(ulpt(ARCH_ULPT_ENABLE, &en) == -1 && errno == ENODEV,
 	      "no ULPT CPU: ENABLE is ENODEV");
+	check(ulpt(ARCH_ULPT_SET_LOG, &(struct ulpt_log){ 0 }) == -1 && errno == ENODEV &&
+	      ulpt(ARCH_ULPT_GET_LOG, &(struct ulpt_log){ 0 }) == -1 && errno == ENODEV,
+	      "no ULPT CPU: SET_LOG and GET_LOG are ENODEV");
 	check(status_says("unsupported"), "no ULPT CPU: /proc/self/arch_status says unsupported");
 	check(sigword_outside(W_KEEP, 0) == 0, "no ULPT CPU: the signal frame's word is 0");
 }
@@ -1075,6 +1141,651 @@ static void test_leaks(void)
 	check(status_says("enabled"), "the parent's table survived its children");
 }
 
+/* --- the access log ------------------------------------------------------------------ */
+
+static long set_log(void *base, unsigned int shift, unsigned int thresh, uint64_t index)
+{
+	struct ulpt_log l = {
+		.base = (uintptr_t)base, .size_shift = shift, .thresh = thresh, .index = index,
+	};
+
+	return ulpt(ARCH_ULPT_SET_LOG, &l);
+}
+
+/* The calling thread's log (all ones if GET_LOG failed) */
+static struct ulpt_log get_log(void)
+{
+	struct ulpt_log l;
+
+	memset(&l, 0xff, sizeof(l));
+	if (ulpt(ARCH_ULPT_GET_LOG, &l))
+		memset(&l, 0xff, sizeof(l));
+	return l;
+}
+
+static bool log_is(void *base, unsigned int shift, unsigned int thresh, uint64_t index)
+{
+	struct ulpt_log l = get_log();
+
+	return l.base == (uintptr_t)base && l.size_shift == shift && l.thresh == thresh &&
+	       l.index == index && l.flags == 0;
+}
+
+/* Room for 2^shift records, not touched yet: the CPU's first writes fault it in */
+static struct ulpt_log_record *log_buf(unsigned int shift)
+{
+	void *p = mmap(NULL, (size_t)ULPT_REC_SIZE << shift, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		ksft_exit_fail_msg("mmap: %s\n", strerror(errno));
+	return p;
+}
+
+/*
+ * Labelled accesses, each a function: a store of 8 bytes, of 4 bytes, a load of 8;
+ * log_store_next is the instruction after the store.
+ */
+extern char log_store_insn[], log_store_next[], log_store4_insn[], log_load_insn[];
+asm(".text\n"
+	".globl log_store_insn, log_store_next, log_store4_insn, log_load_insn\n"
+	"log_store_insn: movq %rsi, (%rdi)\nlog_store_next: ret\n"
+	"log_store4_insn: movl %esi, (%rdi)\n ret\n"
+	"log_load_insn: movq (%rdi), %rax\n ret\n");
+
+static void log_store(uint64_t *p, uint64_t v)
+{
+	((void (*)(uint64_t *, uint64_t))(uintptr_t)log_store_insn)(p, v);
+}
+
+static void log_store4(uint32_t *p, uint32_t v)
+{
+	((void (*)(uint32_t *, uint32_t))(uintptr_t)log_store4_insn)(p, v);
+}
+
+static uint64_t log_load(uint64_t *p)
+{
+	return ((uint64_t (*)(uint64_t *))(uintptr_t)log_load_insn)(p);
+}
+
+/* The record r is the access [start, start + size) of kind by rip (value with VAL) */
+static bool rec_is(const struct ulpt_log_record *r, void *start, unsigned int kind,
+		   unsigned int reason, unsigned int size, bool val, uint64_t value, void *rip)
+{
+	uint64_t info = ULPT_REC_V | (val ? ULPT_REC_VAL : 0) | (uint64_t)size << 16 |
+			reason << 8 | kind;
+
+	return r->start == (uintptr_t)start && r->info == info && r->rip == (uintptr_t)rip &&
+	       r->value == value;
+}
+
+static void rec_print(const char *what, const struct ulpt_log_record *r)
+{
+	ksft_print_msg("%s: start %#llx info %#llx rip %#llx value %#llx\n", what,
+		       (unsigned long long)r->start, (unsigned long long)r->info,
+		       (unsigned long long)r->rip, (unsigned long long)r->value);
+}
+
+/* The ULPT_log: line of an arch_status file: its records, or -1 */
+static long status_log(const char *file)
+{
+	FILE *f = fopen(file, "r");
+	char line[256];
+	long n = -1;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "ULPT_log: %ld records", &n) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* The user address limit: 2^47 - 4096, or 2^56 - 4096 with 5-level paging */
+static uintptr_t user_limit(void)
+{
+	void *q = mmap((void *)(1UL << 48), PAGE_SIZE, PROT_READ,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+
+	if (q != (void *)(1UL << 48))
+		return (1UL << 47) - PAGE_SIZE;
+	munmap(q, PAGE_SIZE);
+	return (1UL << 56) - PAGE_SIZE;
+}
+
+/* ARCH_ULPT_SET_LOG, ARCH_ULPT_GET_LOG: every error */
+static void test_log_errors(void)
+{
+	struct ulpt_log_record *buf = log_buf(4);
+	uintptr_t limit = user_limit();
+	struct ulpt_log l;
+	int st = -1;
+	long r = -1;
+	pid_t pid;
+
+	check(set_log(buf, 4, 0, 0) == -1 && errno == EINVAL &&
+	      set_log(NULL, 0, 0, 0) == -1 && errno == EINVAL,
+	      "SET_LOG before ENABLE (a log, or none): EINVAL");
+	check(ulpt(ARCH_ULPT_SET_LOG, (void *)16) == -1 && errno == EFAULT,
+	      "SET_LOG with a bad pointer before ENABLE: EFAULT (the argument first)");
+	check(log_is(NULL, 0, 0, 0), "GET_LOG before ENABLE: all zero");
+	setup();
+	check(ulpt(ARCH_ULPT_SET_LOG, (void *)16) == -1 && errno == EFAULT,
+	      "SET_LOG with a bad pointer: EFAULT");
+	check(ulpt(ARCH_ULPT_GET_LOG, (void *)16) == -1 && errno == EFAULT,
+	      "GET_LOG with a bad pointer: EFAULT");
+	l = (struct ulpt_log){ .base = (uintptr_t)buf, .size_shift = 4, .flags = 1 };
+	check(ulpt(ARCH_ULPT_SET_LOG, &l) == -1 && errno == EINVAL, "SET_LOG with flags: EINVAL");
+	l = (struct ulpt_log){ .flags = 1 };
+	check(ulpt(ARCH_ULPT_SET_LOG, &l) == -1 && errno == EINVAL,
+	      "SET_LOG without a log, with flags: EINVAL");
+	check(set_log((char *)buf + 16, 4, 0, 0) == -1 && errno == EINVAL,
+	      "SET_LOG with a base not 32-byte aligned: EINVAL");
+	check(set_log(buf, ULPT_LOG_MAX_SHIFT + 1, 0, 0) == -1 && errno == EINVAL &&
+	      set_log(buf, ~0U, 0, 0) == -1 && errno == EINVAL,
+	      "SET_LOG with size_shift above %d: EINVAL", ULPT_LOG_MAX_SHIFT);
+	check(set_log(buf, 4, 17, 0) == -1 && errno == EINVAL &&
+	      set_log(buf, 4, ~0U, 0) == -1 && errno == EINVAL,
+	      "SET_LOG with thresh above 2^size_shift: EINVAL");
+	check(set_log((void *)0xffff888000000000UL, 0, 0, 0) == -1 && errno == EINVAL &&
+	      set_log((void *)(1UL << 57), 0, 0, 0) == -1 && errno == EINVAL,
+	      "SET_LOG with a kernel or non-canonical base: EINVAL");
+	check(set_log((void *)(limit - 32), 1, 0, 0) == -1 && errno == EINVAL &&
+	      set_log((void *)(limit - 32), 0, 0, 0) == 0 &&
+	      set_log((void *)(limit - 32 * 65536), 16, 0, 0) == 0 &&
+	      set_log((void *)(limit - 32 * 65536), 17, 0, 0) == -1 && errno == EINVAL,
+	      "SET_LOG: the whole log below the user address limit %#lx, or EINVAL", limit);
+	check(set_log(buf, 4, 16, 0) == 0 && set_log(buf, 0, 1, 0) == 0 &&
+	      set_log((void *)(1UL << 32), ULPT_LOG_MAX_SHIFT, 1U << ULPT_LOG_MAX_SHIFT,
+		      ~0ULL) == 0,
+	      "SET_LOG at the limits: thresh 2^size_shift, size_shift %d, any index",
+	      ULPT_LOG_MAX_SHIFT);
+	check(set_log(buf, 4, 17, 0) == -1 && errno == EINVAL &&
+	      log_is((void *)(1UL << 32), ULPT_LOG_MAX_SHIFT, 1U << ULPT_LOG_MAX_SHIFT, ~0ULL),
+	      "  ...an error changes nothing: GET_LOG has the last log set");
+	check(ulpt_ul(0x6007, 0) == -1 && errno == EINVAL, "the code after GET_LOG: EINVAL");
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		ptrace(PTRACE_TRACEME, 0, 0, 0);
+		raise(SIGSTOP);
+		_exit(0);
+	}
+	if (pid > 0 && waitpid(pid, &st, 0) == pid && WIFSTOPPED(st)) {
+		long a = ptrace(PTRACE_ARCH_PRCTL, pid, &l, ARCH_ULPT_SET_LOG);
+		int ea = errno;
+
+		r = ptrace(PTRACE_ARCH_PRCTL, pid, &l, ARCH_ULPT_GET_LOG);
+		r = a == -1 && ea == EINVAL && r == -1 && errno == EINVAL;
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+	}
+	check(r == 1, "SET_LOG and GET_LOG through PTRACE_ARCH_PRCTL on another task: EINVAL");
+}
+
+/* ARCH_ULPT_GET_LOG reads back what SET_LOG set; base 0 removes the log */
+static void test_log_get(void)
+{
+	struct ulpt_log_record *buf = log_buf(8);
+	struct ulpt_log l = { .base = (uintptr_t)buf, .size_shift = 8, .thresh = 5,
+			      .index = 0x123456789aULL };
+
+	setup();
+	check(log_is(NULL, 0, 0, 0) && status_log("/proc/self/arch_status") == 0,
+	      "no log after ENABLE: GET_LOG all zero, arch_status ULPT_log: 0 records");
+	check(ulpt(ARCH_ULPT_SET_LOG, &l) == 0 && log_is(buf, 8, 5, 0x123456789aULL),
+	      "GET_LOG reads back base, size_shift, thresh and index");
+	check(status_log("/proc/self/arch_status") == 256,
+	      "arch_status: ULPT_log: 256 records (%ld)", status_log("/proc/self/arch_status"));
+	l = (struct ulpt_log){ .base = 0, .size_shift = 99, .thresh = ~0U, .index = 7 };
+	check(ulpt(ARCH_ULPT_SET_LOG, &l) == 0 && log_is(NULL, 0, 0, 0) &&
+	      status_log("/proc/self/arch_status") == 0,
+	      "base 0 removes the log (the other fields ignored): GET_LOG all zero");
+}
+
+/* A logged access appends its record and is not delivered */
+static void test_log_record(void)
+{
+	static const uint64_t v = 0x1122334455667788ULL;
+	struct ulpt_log_record *buf = log_buf(4);
+	uint64_t *p, got;
+	int n;
+
+	setup_handler();
+	handle(H_PERMIT);
+	p = page();
+	set_entry(p, 0, ULPT_NW | ULPT_LOG);
+	check(set_log(buf, 4, 0, 0) == 0, "SET_LOG: 16 records at %p", buf);
+	log_store(&p[1], v);
+	check(READ_ONCE(h_count) == 0 && p[1] == v && log_is(buf, 4, 0, 1),
+	      "a store to a page NW | LOG: done, not delivered, index 1");
+	check(rec_is(&buf[0], &p[1], ULPT_KIND_W, ULPT_REASON_PAGE, 8, true, v, log_store_insn),
+	      "record 0: start, kind W, reason page, size 8, VAL, V, rip, the value stored");
+	log_store4((uint32_t *)&p[2], 0xdeadbeef);
+	check(rec_is(&buf[1], &p[2], ULPT_KIND_W, ULPT_REASON_PAGE, 4, true, 0xdeadbeef,
+		     log_store4_insn), "a 4-byte store: size 4, its value zero-extended");
+	set_entry(p, 0, ULPT_NR | ULPT_LOG);
+	got = log_load(&p[1]);
+	check(got == v && rec_is(&buf[2], &p[1], ULPT_KIND_R, ULPT_REASON_PAGE, 8, false, 0,
+				 log_load_insn), "a load of a page NR | LOG: kind R, no value");
+	set_entry(p, 0, ULPT_LOG);
+	set_entry(p, 1, ULPT_LINE_NW(1));
+	log_store(&p[0], 1);			/* line 0: nothing denied, no record */
+	log_store(&p[LINE_SIZE / 8], 2);	/* line 1 */
+	check(rec_is(&buf[3], &p[LINE_SIZE / 8], ULPT_KIND_W, ULPT_REASON_LINE, 8, true, 2,
+		     log_store_insn) && log_is(buf, 4, 0, 4),
+	      "line rights with LOG: reason line; an allowed access appends nothing");
+	set_entry(p, 0, ULPT_NW);
+	set_entry(p, 1, 0);
+	log_store(&p[3], 3);
+	check(READ_ONCE(h_count) == 1 && log_is(buf, 4, 0, 4) && !(buf[4].info & ULPT_REC_V),
+	      "a page without LOG: delivered, no record");
+	for (n = 0; n < 5; n++)
+		rec_print("record", &buf[n]);
+}
+
+/*
+ * Context switches: two threads with logs of their own and one without, on two vCPUs,
+ * yielding often. Every store of each log thread is in its log once, in order, and the
+ * thread without a log has its accesses delivered, none logged.
+ */
+#define SW_SHIFT		12
+#define SW_RECORDS		4096U		/* 2^SW_SHIFT */
+#define SW_START		1000ULL		/* the initial index */
+
+struct sw_thread {
+	uint64_t *var;
+	struct ulpt_log_record *buf;
+	struct ulpt_log end;
+	long stores;
+	int err;
+};
+
+static pthread_barrier_t sw_bar;
+static int sw_stop;
+
+static void *sw_logger(void *arg)
+{
+	struct sw_thread *t = arg;
+	unsigned int i;
+
+	t->err = set_log(t->buf, SW_SHIFT, 0, SW_START) ? errno : 0;
+	pthread_barrier_wait(&sw_bar);
+	for (i = 0; !t->err && i < SW_RECORDS; i++) {
+		log_store(t->var, i);
+		if (i % 16 == 0)
+			sched_yield();
+	}
+	t->end = get_log();
+	return NULL;
+}
+
+static void *sw_plain(void *arg)
+{
+	struct sw_thread *t = arg;
+	int i;
+
+	t->err = ulpt_ul(ARCH_ULPT_SET_HANDLER, (unsigned long)ulpt_entry) ? errno : 0;
+	pthread_barrier_wait(&sw_bar);
+	while (!t->err && !READ_ONCE(sw_stop)) {
+		log_store(t->var, t->stores++);
+		for (i = 0; i < 1000; i++)
+			asm volatile("" ::: "memory");
+	}
+	t->end = get_log();
+	return NULL;
+}
+
+static bool sw_check(struct sw_thread *t)
+{
+	unsigned int i, bad = 0;
+
+	for (i = 0; i < SW_RECORDS; i++) {
+		struct ulpt_log_record *r = &t->buf[(SW_START + i) % SW_RECORDS];
+
+		if (!rec_is(r, t->var, ULPT_KIND_W, ULPT_REASON_PAGE, 8, true, i, log_store_insn) &&
+		    bad++ < 3)
+			rec_print("unexpected", r);
+	}
+	return !t->err && !bad && t->end.index == SW_START + SW_RECORDS;
+}
+
+static void test_log_switch(void)
+{
+	struct sw_thread t[3];
+	pthread_t th[3];
+	uint64_t *p;
+	int i;
+
+	setup();
+	handle(H_PERMIT);
+	p = page();
+	set_entry(p, 0, ULPT_NW | ULPT_LOG);
+	memset(t, 0, sizeof(t));
+	for (i = 0; i < 3; i++)
+		t[i].var = &p[i * 8];
+	t[0].buf = log_buf(SW_SHIFT);
+	t[1].buf = log_buf(SW_SHIFT);
+	pthread_barrier_init(&sw_bar, NULL, 3);
+	pthread_create(&th[0], NULL, sw_logger, &t[0]);
+	pthread_create(&th[1], NULL, sw_logger, &t[1]);
+	pthread_create(&th[2], NULL, sw_plain, &t[2]);
+	pthread_join(th[0], NULL);
+	pthread_join(th[1], NULL);
+	WRITE_ONCE(sw_stop, 1);
+	pthread_join(th[2], NULL);
+	check(sw_check(&t[0]) && sw_check(&t[1]),
+	      "two threads' logs: each has its %u records, in order, and its own index (%llu, %llu; errors %d %d)",
+	      SW_RECORDS, (unsigned long long)t[0].end.index, (unsigned long long)t[1].end.index,
+	      t[0].err, t[1].err);
+	check(!t[2].err && t[2].stores > 0 && READ_ONCE(h_count) == t[2].stores &&
+	      t[2].end.base == 0,
+	      "the thread without a log: each of its %ld stores delivered (%d), none logged",
+	      t[2].stores, READ_ONCE(h_count));
+	check(log_is(NULL, 0, 0, 0), "the main thread still has no log");
+}
+
+static struct ulpt_log vf_log;
+
+/* Lifecycle: a fork or vfork child's thread keeps the log and its index */
+static void test_log_fork(void)
+{
+	struct ulpt_log_record *buf = log_buf(4);
+	int status = -1, i;
+	uint64_t *p;
+	pid_t pid;
+
+	setup();
+	p = page();
+	set_entry(p, 0, ULPT_NW | ULPT_LOG);
+	set_log(buf, 4, 9, 5);
+	for (i = 0; i < 3; i++)
+		log_store(&p[i], i);
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		bool ok = log_is(buf, 4, 9, 8) && rec_is(&buf[7], &p[2], ULPT_KIND_W,
+							  ULPT_REASON_PAGE, 8, true, 2,
+							  log_store_insn);
+
+		log_store(&p[3], 0xc);
+		_exit(ok && log_is(buf, 4, 9, 9) &&
+		      rec_is(&buf[8], &p[3], ULPT_KIND_W, ULPT_REASON_PAGE, 8, true, 0xc,
+			     log_store_insn) ? 0 : 1);
+	}
+	waitpid(pid, &status, 0);
+	check(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "fork: the child has the log, the index and the records; its record goes to its copy");
+	check(log_is(buf, 4, 9, 8) && !(buf[8].info & ULPT_REC_V),
+	      "fork: the parent's log and buffer are unchanged");
+	memset(&vf_log, 0xff, sizeof(vf_log));
+	pid = vfork();
+	if (pid == 0) {
+		syscall(SYS_arch_prctl, ARCH_ULPT_GET_LOG, &vf_log);
+		_exit(0);
+	}
+	waitpid(pid, &status, 0);
+	check(vf_log.base == (uintptr_t)buf && vf_log.size_shift == 4 && vf_log.thresh == 9 &&
+	      vf_log.index == 8, "vfork: the child has the log and the index");
+}
+
+static struct ulpt_log th_log;
+static int th_delivered;
+static long th_status;
+
+static void *log_thread_fn(void *p)
+{
+	th_log = get_log();
+	th_status = status_log("/proc/thread-self/arch_status");
+	WRITE_ONCE(th_delivered, READ_ONCE(h_count));
+	log_store(p, 1);
+	WRITE_ONCE(th_delivered, READ_ONCE(h_count) - th_delivered);
+	return NULL;
+}
+
+/* Lifecycle: a new thread starts without a log */
+static void test_log_threads(void)
+{
+	struct ulpt_log_record *buf = log_buf(4);
+	char file[64];
+	pthread_t th;
+	uint64_t *p;
+
+	setup_handler();
+	handle(H_PERMIT);
+	p = page();
+	set_entry(p, 0, ULPT_NW | ULPT_LOG);
+	set_log(buf, 4, 0, 0);
+	log_store(&p[0], 1);
+	pthread_create(&th, NULL, log_thread_fn, &p[1]);
+	pthread_join(th, NULL);
+	check(th_log.base == 0 && th_log.size_shift == 0 && th_log.index == 0 && th_status == 0,
+	      "a new thread: GET_LOG all zero, its arch_status ULPT_log: 0 records");
+	check(th_delivered == 1 && p[1] == 1 && log_is(buf, 4, 0, 1) &&
+	      !(buf[1].info & ULPT_REC_V),
+	      "its access to a page with LOG is delivered to its handler, not logged in ours");
+	snprintf(file, sizeof(file), "/proc/self/task/%d/arch_status", (int)syscall(SYS_gettid));
+	check(status_log(file) == 16, "arch_status of this thread: ULPT_log: 16 records");
+}
+
+/* Lifecycle: execve starts without a log (ulpt exec-check-log) */
+static void test_log_exec(void)
+{
+	int status = -1;
+	pid_t pid;
+
+	setup();
+	set_log(log_buf(4), 4, 0, 0);
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		execl("/proc/self/exe", argv0, "exec-check-log", (char *)NULL);
+		_exit(127);
+	}
+	waitpid(pid, &status, 0);
+	check(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "exec: no log, also after a new ENABLE; a store to a page NW | LOG is SIGSEGV (status %#x)",
+	      status);
+}
+
+/* After exec (ulpt exec-check-log). Answers with the exit status only. */
+static int exec_check_log(void)
+{
+	uint64_t *p;
+	bool ok = log_is(NULL, 0, 0, 0);
+
+	setup();
+	p = page();
+	set_entry(p, 0, ULPT_NW | ULPT_LOG);
+	ok = ok && log_is(NULL, 0, 0, 0) && status_log("/proc/self/arch_status") == 0;
+	return !(ok && ulpt_faults(write8, p) && READ_ONCE(segv_addr) == (uintptr_t)p);
+}
+
+static pthread_barrier_t dis_bar;
+static struct ulpt_log dis_log;
+static int dis_err;
+
+static void *dis_thread(void *arg)
+{
+	dis_err = set_log(log_buf(4), 4, 0, 0);
+	pthread_barrier_wait(&dis_bar);		/* the log is set */
+	pthread_barrier_wait(&dis_bar);		/* DISABLE and ENABLE are done */
+	dis_log = get_log();
+	return NULL;
+}
+
+/* ARCH_ULPT_DISABLE removes every thread's log */
+static void test_log_disable(void)
+{
+	struct ulpt_log_record *buf = log_buf(4);
+	pthread_t th;
+	uint64_t *p;
+
+	setup();
+	pthread_barrier_init(&dis_bar, NULL, 2);
+	pthread_create(&th, NULL, dis_thread, NULL);
+	set_log(buf, 4, 0, 3);
+	pthread_barrier_wait(&dis_bar);
+	check(ulpt_ul(ARCH_ULPT_DISABLE, 0) == 0 && log_is(NULL, 0, 0, 0),
+	      "DISABLE: GET_LOG all zero");
+	check(ulpt(ARCH_ULPT_ENABLE, &en) == 0 && log_is(NULL, 0, 0, 0),
+	      "a new ENABLE: still no log");
+	pthread_barrier_wait(&dis_bar);
+	pthread_join(th, NULL);
+	check(!dis_err && dis_log.base == 0 && dis_log.index == 0,
+	      "the other thread's log is gone too");
+	p = page();
+	set_entry(p, 0, ULPT_NW | ULPT_LOG);
+	check(ulpt_faults(write8, p) && !(buf[3].info & ULPT_REC_V),
+	      "a store to a page NW | LOG: SIGSEGV, no record in the old log");
+}
+
+/* A full log with a handler: delivered with reason FULL at the access (R-LOG-4) */
+static void test_log_full_handler(void)
+{
+	struct ulpt_log_record *buf = log_buf(1);
+	uint64_t *p;
+	int i;
+
+	setup_handler();
+	p = page();
+	set_entry(p, 0, ULPT_NW | ULPT_LOG);
+	lg_init(buf, 1, 0);
+	set_log(buf, 1, 0, 0);
+	log_store(&p[0], 10);
+	log_store(&p[1], 11);
+	check(lg_full == 0, "two records fill a log of 2, no delivery");
+	log_store(&p[2], 12);
+	check(lg_full == 1 && lg_frame.addr == (uintptr_t)&p[2] &&
+	      lg_frame.start == (uintptr_t)&p[2] &&
+	      lg_frame.info == ((uint64_t)8 << 16 | ULPT_REASON_FULL << 8 | ULPT_KIND_W) &&
+	      lg_frame.entry0 == (ULPT_NW | ULPT_LOG) && lg_frame.rip == (uintptr_t)log_store_insn,
+	      "the third: FULL, with addr, start, kind W, size 8, the entry and rip (info %#llx)",
+	      (unsigned long long)lg_frame.info);
+	lg_consume();
+	check(lg_nseen == 3 && p[2] == 12 && log_is(buf, 1, 0, 3),
+	      "the handler consumed two records; the store ran again and was logged");
+	for (i = 0; i < 3 && i < lg_nseen; i++)
+		check(rec_is(&lg_seen[i], &p[i], ULPT_KIND_W, ULPT_REASON_PAGE, 8, true, 10 + i,
+			     log_store_insn), "record %d in order", i);
+	lg_drain = false;
+	lg_permit = true;
+	log_store(&p[3], 13);
+	log_store(&p[4], 14);
+	log_store(&p[5], 15);
+	check(lg_full == 2 && p[5] == 15 && log_is(buf, 1, 0, 5),
+	      "PERMIT on FULL: the store is done without a record");
+}
+
+/* A full log without a handler: SIGSEGV SEGV_ULPTERR at the access */
+static void test_log_full_signal(void)
+{
+	struct ulpt_log_record *buf = log_buf(0);
+	uint64_t *p;
+
+	setup();
+	p = page();
+	set_entry(p, 0, ULPT_NW | ULPT_LOG);
+	set_log(buf, 0, 0, 0);
+	check(!faults(write8, &p[0]) && (buf[0].info & ULPT_REC_V), "one record fills a log of 1");
+	check(ulpt_faults(write8, &p[1]) && READ_ONCE(segv_addr) == (uintptr_t)&p[1] &&
+	      (segv_err & (X86_PF_ULPT | X86_PF_WRITE)) == (X86_PF_ULPT | X86_PF_WRITE),
+	      "the next store: SIGSEGV SEGV_ULPTERR at its first byte, a write (err %#lx)",
+	      READ_ONCE(segv_err));
+	check(p[1] == 0 && log_is(buf, 0, 0, 1), "the store was not made, the index stays");
+	buf[0].info = 0;
+	check(!faults(write8, &p[1]) && p[1] == 0x55 && log_is(buf, 0, 0, 2),
+	      "the record consumed: the store is logged");
+}
+
+/* THRESH: a log event with reason LOG and the write index in frame word 2 (R-LOG-5) */
+static void test_log_event(void)
+{
+	struct ulpt_log_record *buf = log_buf(4);
+	uint64_t *p;
+
+	setup_handler();
+	p = page();
+	set_entry(p, 0, ULPT_NW | ULPT_LOG);
+	lg_init(buf, 4, 0);
+	set_log(buf, 4, 3, 0);
+	log_store(&p[0], 1);
+	log_store(&p[1], 2);
+	check(lg_events == 0, "2 records waiting, THRESH 3: no event");
+	log_store(&p[2], 3);
+	check(lg_events == 1 && lg_frame.entry0 == 3 && lg_frame.addr == 0 &&
+	      lg_frame.start == 0 && lg_frame.info == (ULPT_REASON_LOG << 8) &&
+	      lg_frame.rip == (uintptr_t)log_store_next && lg_nseen == 3,
+	      "the third: a log event, index 3 in word 2, rip the next instruction (%d events, info %#llx)",
+	      lg_events, (unsigned long long)lg_frame.info);
+	log_store(&p[3], 4);
+	log_store(&p[4], 5);
+	check(lg_events == 1, "consumed: no event until 3 wait again");
+	log_store(&p[5], 6);
+	check(lg_events == 2 && lg_frame.entry0 == 6 && lg_nseen == 6 && !lg_full,
+	      "the sixth: a second event, index 6");
+}
+
+/* A fault on the log's memory is the ordinary SIGSEGV at the instruction */
+static void test_log_fault(void)
+{
+	struct ulpt_log_record *buf = log_buf(4);
+	uintptr_t a;
+	uint64_t *p;
+
+	setup();
+	p = page();
+	set_entry(p, 0, ULPT_NW | ULPT_LOG);
+	mprotect(buf, PAGE_SIZE, PROT_READ);
+	set_log(buf, 4, 0, 0);
+	a = (uintptr_t)buf;
+	check(faults(write8, p) && READ_ONCE(segv_code) == SEGV_ACCERR &&
+	      READ_ONCE(segv_addr) - a < ULPT_REC_SIZE && !(segv_err & X86_PF_ULPT),
+	      "a read-only log: SIGSEGV SEGV_ACCERR in its slot (code %d, addr %#lx)",
+	      READ_ONCE(segv_code), READ_ONCE(segv_addr));
+	check(p[0] == 0 && log_is(buf, 4, 0, 0), "the store was not made, the index stays");
+	mprotect(buf, PAGE_SIZE, PROT_READ | PROT_WRITE);
+	check(!faults(write8, p) && p[0] == 0x55 && log_is(buf, 4, 0, 1) &&
+	      rec_is(&buf[0], p, ULPT_KIND_W, ULPT_REASON_PAGE, 8, true, 0x55,
+		     (void *)(uintptr_t)buf[0].rip),
+	      "made writable: the store runs and is logged");
+	munmap(buf, PAGE_SIZE);
+	check(faults(write8, &p[1]) && READ_ONCE(segv_code) == SEGV_MAPERR &&
+	      READ_ONCE(segv_addr) - a - ULPT_REC_SIZE < ULPT_REC_SIZE,
+	      "an unmapped log: SIGSEGV SEGV_MAPERR in the next slot (code %d, addr %#lx)",
+	      READ_ONCE(segv_code), READ_ONCE(segv_addr));
+}
+
+static uint64_t *sig_var;
+
+static void on_usr1_log(int sig)
+{
+	log_store(sig_var, 0x51);
+}
+
+/* Signals: the log works in a signal handler, in order with the program's records */
+static void test_log_signal(void)
+{
+	struct ulpt_log_record *buf = log_buf(4);
+	uint64_t *p;
+
+	setup();
+	p = page();
+	set_entry(p, 0, ULPT_NW | ULPT_LOG);
+	sig_var = &p[1];
+	signal(SIGUSR1, on_usr1_log);
+	set_log(buf, 4, 0, 0);
+	log_store(&p[0], 1);
+	raise(SIGUSR1);
+	log_store(&p[2], 2);
+	check(log_is(buf, 4, 0, 3) &&
+	      rec_is(&buf[0], &p[0], ULPT_KIND_W, ULPT_REASON_PAGE, 8, true, 1, log_store_insn) &&
+	      rec_is(&buf[1], &p[1], ULPT_KIND_W, ULPT_REASON_PAGE, 8, true, 0x51,
+		     log_store_insn) &&
+	      rec_is(&buf[2], &p[2], ULPT_KIND_W, ULPT_REASON_PAGE, 8, true, 2, log_store_insn),
+	      "the signal handler's store is logged between the program's two");
+}
+
 /* --- the table of tests -------------------------------------------------------------- */
 
 struct ulpt_test {
@@ -1083,35 +1794,46 @@ struct ulpt_test {
 	bool nocpu;		/* for a kernel without ULPT */
 };
 
-#define ULPT_TEST(name, nocpu) { #name, test_##name, nocpu }
-
 static const struct ulpt_test ulpt_tests[] = {
-	ULPT_TEST(nocpu, true),
-	ULPT_TEST(arch_status, false),
-	ULPT_TEST(enable, false),
-	ULPT_TEST(einval, false),
-	ULPT_TEST(store_denies, false),
-	ULPT_TEST(handler, false),
-	ULPT_TEST(uiret_flags, false),
-	ULPT_TEST(handler_limit, false),
-	ULPT_TEST(fault_in_handler, false),
-	ULPT_TEST(signal_in_handler, false),
-	ULPT_TEST(sigframe_word, false),
-	ULPT_TEST(frame_overflow, false),
-	ULPT_TEST(fork, false),
-	ULPT_TEST(fork_in_handler, false),
-	ULPT_TEST(exec, false),
-	ULPT_TEST(munmap, false),
-	ULPT_TEST(mremap_view, false),
-	ULPT_TEST(view_vm, false),
-	ULPT_TEST(mprotect, false),
-	ULPT_TEST(mremap, false),
-	ULPT_TEST(kernel_access, false),
-	ULPT_TEST(threads, false),
-	ULPT_TEST(disable, false),
-	ULPT_TEST(leaks, false),
-	ULPT_TEST(step_after, false),
-	ULPT_TEST(step_ptrace, false),
+	{ .name = "nocpu", .fn = test_nocpu, .nocpu = true },
+	{ .name = "arch_status", .fn = test_arch_status },
+	{ .name = "enable", .fn = test_enable },
+	{ .name = "einval", .fn = test_einval },
+	{ .name = "store_denies", .fn = test_store_denies },
+	{ .name = "handler", .fn = test_handler },
+	{ .name = "uiret_flags", .fn = test_uiret_flags },
+	{ .name = "handler_limit", .fn = test_handler_limit },
+	{ .name = "fault_in_handler", .fn = test_fault_in_handler },
+	{ .name = "signal_in_handler", .fn = test_signal_in_handler },
+	{ .name = "sigframe_word", .fn = test_sigframe_word },
+	{ .name = "frame_overflow", .fn = test_frame_overflow },
+	{ .name = "fork", .fn = test_fork },
+	{ .name = "fork_in_handler", .fn = test_fork_in_handler },
+	{ .name = "exec", .fn = test_exec },
+	{ .name = "munmap", .fn = test_munmap },
+	{ .name = "mremap_view", .fn = test_mremap_view },
+	{ .name = "view_vm", .fn = test_view_vm },
+	{ .name = "mprotect", .fn = test_mprotect },
+	{ .name = "mremap", .fn = test_mremap },
+	{ .name = "kernel_access", .fn = test_kernel_access },
+	{ .name = "threads", .fn = test_threads },
+	{ .name = "disable", .fn = test_disable },
+	{ .name = "leaks", .fn = test_leaks },
+	{ .name = "step_after", .fn = test_step_after },
+	{ .name = "step_ptrace", .fn = test_step_ptrace },
+	{ .name = "log_errors", .fn = test_log_errors },
+	{ .name = "log_get", .fn = test_log_get },
+	{ .name = "log_record", .fn = test_log_record },
+	{ .name = "log_switch", .fn = test_log_switch },
+	{ .name = "log_fork", .fn = test_log_fork },
+	{ .name = "log_threads", .fn = test_log_threads },
+	{ .name = "log_exec", .fn = test_log_exec },
+	{ .name = "log_disable", .fn = test_log_disable },
+	{ .name = "log_full_handler", .fn = test_log_full_handler },
+	{ .name = "log_full_signal", .fn = test_log_full_signal },
+	{ .name = "log_event", .fn = test_log_event },
+	{ .name = "log_fault", .fn = test_log_fault },
+	{ .name = "log_signal", .fn = test_log_signal },
 };
 
 #define NR_TESTS ARRAY_SIZE(ulpt_tests)
@@ -1190,6 +1912,8 @@ int main(int argc, char **argv)
 	argv0 = argv[0];
 	if (argc > 1 && !strcmp(argv[1], "exec-check"))
 		return exec_check();
+	if (argc > 1 && !strcmp(argv[1], "exec-check-log"))
+		return exec_check_log();
 	if (argc > 1 && !strcmp(argv[1], "--list")) {
 		for (i = 0; i < NR_TESTS; i++)
 			printf("%s%s\n", ulpt_tests[i].name,

@@ -18,6 +18,7 @@
 #define ULPT_NR			0x1ULL
 #define ULPT_NW			0x2ULL
 #define ULPT_NX			0x4ULL
+#define ULPT_LOG		0x100ULL /* denied reads and writes are logged, not delivered */
 #define ULPT_LINE_NR(i)		(1ULL << (2 * (i)))
 #define ULPT_LINE_NW(i)		(1ULL << (2 * (i) + 1))
 
@@ -44,6 +45,8 @@ struct ulpt_frame {
 #define ULPT_REASON_LINE       2u
 #define ULPT_REASON_MALFORMED  3u
 #define ULPT_REASON_AFTER      4u      /* an after event (ULPT_INFO_STEP) */
+#define ULPT_REASON_FULL       5u      /* the access log is full where the record would go */
+#define ULPT_REASON_LOG        6u      /* records wait in the log; frame word 2 = the index */
 #define ULPT_INFO_KIND(i)      ((unsigned int)(i) & 7u)
 #define ULPT_INFO_PERMITTED(i) ((unsigned int)((i) >> 4) & 7u)
 #define ULPT_INFO_REASON(i)    ((unsigned int)((i) >> 8) & 0xffu)
@@ -65,6 +68,40 @@ struct ulpt_enable {
 	__u64 flags;		/* in: 0 */
 	__u64 view;		/* out: address of the view */
 	__u64 view_size;	/* out: ULPT_VIEW_SIZE */
+};
+
+/*
+ * The access log: 2^size_shift records of ULPT_REC_SIZE bytes, a ring written by the CPU
+ * for the thread's logged accesses (ULPT_LOG entries). ULPT_LOG_CTL's fields and the
+ * record's words (ULPT_REC_* indexes) are the architecture's.
+ */
+#define ULPT_LOG_CTL_SIZE_MASK 0x1full        /* log2 of the number of records */
+#define ULPT_LOG_MAX_SHIFT     24
+#define ULPT_LOG_CTL_THRESH_SHIFT 32          /* bits 63:32: the log event's threshold */
+#define ULPT_LOG_CTL_RSVD_MASK 0x00000000ffffffe0ull
+#define ULPT_LOG_ALIGN         32ull          /* ULPT_LOG_BASE alignment */
+#define ULPT_REC_SIZE          32             /* bytes per record */
+#define ULPT_REC_START         0              /* word index: first byte of the access */
+#define ULPT_REC_INFO          1              /* kind, reason, size, VAL, V */
+#define ULPT_REC_RIP           2
+#define ULPT_REC_VALUE         3              /* the bytes written, with ULPT_REC_VAL */
+#define ULPT_REC_VAL           0x100000000ULL /* info: value holds the bytes written */
+#define ULPT_REC_V             0x8000000000000000ULL /* info: the slot holds a record */
+
+struct ulpt_log_record {
+	__u64 start;		/* first byte of the access */
+	__u64 info;		/* ULPT_INFO_KIND, _REASON, _SIZE; ULPT_REC_VAL, ULPT_REC_V */
+	__u64 rip;		/* the instruction that made it */
+	__u64 value;		/* with ULPT_REC_VAL: the first min(size, 8) bytes written */
+};
+
+/* ARCH_ULPT_SET_LOG and ARCH_ULPT_GET_LOG: the calling thread's log */
+struct ulpt_log {
+	__u64 base;		/* ULPT_LOG_ALIGN-aligned address of the records; 0: no log */
+	__u32 size_shift;	/* 2^size_shift records, at most ULPT_LOG_MAX_SHIFT */
+	__u32 thresh;		/* log event at this many records waiting; 0: none */
+	__u64 index;		/* the write index: records appended so far */
+	__u64 flags;		/* 0 */
 };
 
 /* ARCH_ULPT_GET_STATE */
