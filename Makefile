@@ -136,6 +136,7 @@ WL_CFLAGS_watch := -mgeneral-regs-only -fno-tree-loop-distribute-patterns
 WL_CFLAGS_fault := $(WL_CFLAGS_watch)
 # Its fallback loops must not become calls of the functions they stand for.
 WL_CFLAGS_strmem := -fno-builtin -fno-tree-loop-distribute-patterns
+WL_CFLAGS_wcsmem := $(WL_CFLAGS_strmem)
 # C++'s delete operators take sizes, alignments and tags that only libstdc++ would use.
 WL_CFLAGS_cxx := -Wno-unused-parameter
 $(WB)/%.o: watchlib/src/%.c $(WL_HDRS)

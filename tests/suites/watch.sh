@@ -14,6 +14,10 @@
 #   strbugs    --check: each checked libc function (memcpy ... strndup) one byte outside its
 #              block, past its end and before its start: one report at that byte, "in" the function, from main's line; and all of
 #              them within their blocks: no error
+#   wcsbugs    the same for the wide functions (wmemcpy ... wcsdup, swprintf, vswprintf) and
+#              the multibyte converters, one wchar_t (a narrow buffer: one byte) outside; a
+#              converter's count from an unterminated source, its stop at an invalid
+#              character; all of them within blocks of every string length 0..99: no error
 #   dlopens    --check on dlopen of libraries (the loader's unreplaceable string routines)
 #   clean      --check on a correct program doing tricky things: no error, status 0, output kept
 #   sigmalloc  --check on a program that allocates in a signal handler: no deadlock, no error
@@ -61,6 +65,9 @@ memcpy-write-under memmove-under memcmp-under memchr-under strlen-under strnlen-
 strncpy-under strcat-under strncat-under strcmp-under strncmp-under strchr-under strrchr-under
 strdup-under strndup-under read-under write-under fread-under fwrite-under fgets-under snprintf-under"
 strcases=$(echo $strcases)
+# wcsbugs: the same for the wide functions and the multibyte converters (its source lists them).
+wcscases=$(sed -n 's/^\tCASE("\([a-z-]*\)".*/\1/p' "$top/watchlib/test/progs/wcsbugs.c")
+wcscases=$(echo $wcscases)
 
 # mismatch: a release by the wrong family (malloc/new/new[] against free/delete/delete[]).
 mmcases="malloc-delete malloc-delete-array new-free new-delete-array new-array-delete new-array-free"
@@ -98,6 +105,9 @@ r check-pad-write-free --check -- '$progs/heapbugs' pad-write-free
 r dlopens --check -- '$progs/dlopens' $dllibs
 for c in $strcases clean; do
   r strbugs-\$c --check -- '$progs/strbugs' \$c
+done
+for c in $wcscases clean; do
+  r wcsbugs-\$c --check -- '$progs/wcsbugs' \$c
 done
 r check-pad-underflow-free --check -- '$progs/heapbugs' pad-underflow-free
 r check-overflow-odd-write-a1 --check --align=1 -- '$progs/heapbugs' overflow-odd-write
@@ -168,6 +178,7 @@ if [ "\$2" = guest ]; then
   r check-underflow-read-precise --check --precise -- '$progs/heapbugs' underflow-read
   r clean-precise --check --precise -- '$progs/clean'
   r strbugs-clean-precise --check --precise -- '$progs/strbugs' clean
+  r wcsbugs-clean-precise --check --precise -- '$progs/wcsbugs' clean
   r dlopens-precise --check --precise -- '$progs/dlopens' $dllibs
   bare bare-precise check=1:precise=1 '$progs/heapbugs' underflow-read
   bare bare-redzone check=1:redzone=exact '$progs/heapbugs' underflow-read

@@ -1,12 +1,13 @@
 /*
  * The agent's replacements of libc's memory and string functions (and the buffers of read,
- * write, fread, fwrite, fgets and snprintf), for --check (the idea of
- * Valgrind's mc_replace_strmem.c and ASan's interceptors): the byte range a call reads or
- * writes is checked against the heap's blocks before the real function runs, and an access
- * outside a live block is reported at the call ("WRITE of size 17 ... in memcpy", the caller's
- * backtrace). The real function then runs as the agent's access (in_agent), so the faults it
- * takes in red zones are not reported again, and its whole-chunk reads past a string's end
- * need no excuse. A range outside the arena, or inside one live block, costs a few compares.
+ * write, fread, fwrite, fgets and snprintf; the wide ones are wcsmem.c's), for --check (the
+ * idea of Valgrind's mc_replace_strmem.c and ASan's interceptors): the byte range a call
+ * reads or writes is checked against the heap's blocks before the real function runs, and an
+ * access outside a live block is reported at the call ("WRITE of size 17 ... in memcpy", the
+ * caller's backtrace). The real function then runs as the agent's access (in_agent), so the
+ * faults it takes in red zones are not reported again, and its whole-chunk reads past a
+ * string's end need no excuse. A range outside the arena, or inside one live block, costs a
+ * few compares.
  *
  * The real functions come from the next object in the lookup order (libc) at the agent's
  * start; calls before that (the loader's and libc's start-up) use the plain loops below.
@@ -22,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "agent.h"
+#include "strmem.h"
 
 #define REAL(name, ret, ...) static ret (*real_##name)(__VA_ARGS__)
 REAL(memcpy, void *, void *, const void *, size_t);
@@ -44,19 +45,10 @@ void strmem_init(void)
 	GET(memcpy); GET(memmove); GET(memset); GET(memcmp); GET(memchr); GET(strlen);
 	GET(strnlen); GET(strcmp); GET(strncmp); GET(strchr); GET(strrchr);
 #undef GET
+	wcsmem_init();
 }
 
-/* Is this call the program's, to be checked? */
-static int checking(void)
-{
-	return ag.heap == HEAP_CHECK && ag.ready && !in_agent;
-}
-
-/*
- * [p, p + n) as the program's call of fn reads (access WL_READ) or writes it: an error if
- * any byte is outside live blocks of the arena. ip is the caller (the report's first frame).
- */
-static void check_range(uintptr_t s, size_t n, unsigned access, const char *fn, uintptr_t ip)
+void strmem_check(uintptr_t s, size_t n, unsigned access, const char *fn, uintptr_t ip)
 {
 	uintptr_t e = s + n;
 	uint32_t bid = 0;
@@ -76,12 +68,6 @@ static void check_range(uintptr_t s, size_t n, unsigned access, const char *fn, 
 	in_agent--;
 }
 
-/* By address: a buffer read() is to fill is not read here (GCC's access attributes). */
-#define check(p, ...) check_range((uintptr_t)(p), __VA_ARGS__)
-#define CALLER ((uintptr_t)__builtin_return_address(0))
-/* Runs the real function as the agent's own access (see the top). */
-#define AS_AGENT(expr) ({ in_agent++; __typeof__(expr) r_ = (expr); in_agent--; r_; })
-
 /* --- fallbacks before the agent has started ------------------------------------------------ */
 static size_t plain_strlen(const char *s) { size_t n = 0; while (s[n]) n++; return n; }
 
@@ -90,7 +76,7 @@ static size_t len_of(const char *s)
 	return real_strlen ? AS_AGENT(real_strlen(s)) : plain_strlen(s);
 }
 
-/* strnlen(s, max) as the agent's access, and the bytes it reads (the terminator too). */
+/* strnlen(s, max) as the agent's access (nread: the bytes it reads, the terminator too). */
 static size_t nlen_of(const char *s, size_t max)
 {
 	size_t n = 0;
@@ -100,11 +86,6 @@ static size_t nlen_of(const char *s, size_t max)
 	while (n < max && s[n])
 		n++;
 	return n;
-}
-
-static size_t nread(size_t len, size_t max)
-{
-	return len < max ? len + 1 : max;
 }
 
 /* The bytes strcmp-like functions read: up to the first difference or terminator, n at most. */

@@ -1,0 +1,38 @@
+/*
+ * What the checked libc functions share: strmem.c (the narrow memory and string functions,
+ * the I/O buffers) and wcsmem.c (the wide ones and the multibyte converters).
+ *
+ * SPDX-License-Identifier: MIT
+ */
+#ifndef WL_STRMEM_H
+#define WL_STRMEM_H
+
+#include "agent.h"
+
+/* Is this call the program's, to be checked? */
+static inline int checking(void)
+{
+	return ag.heap == HEAP_CHECK && ag.ready && !in_agent;
+}
+
+/* [s, s + n) as the program's call of fn reads (access WL_READ) or writes it: an error if
+ * any byte is outside live blocks of the arena. ip is the caller (the report's first frame). */
+void strmem_check(uintptr_t s, size_t n, unsigned access, const char *fn, uintptr_t ip) WL_HIDDEN;
+
+/* By address: a buffer read() is to fill is not read here (GCC's access attributes). */
+#define check(p, ...) strmem_check((uintptr_t)(p), __VA_ARGS__)
+/* Only in the replacing function itself: the program's call site. */
+#define CALLER ((uintptr_t)__builtin_return_address(0))
+/* Runs the real function as the agent's own access (see strmem.c's top). */
+#define AS_AGENT(expr) ({ in_agent++; __typeof__(expr) r_ = (expr); in_agent--; r_; })
+
+/* The elements a bounded scan reads: the string (len long) and its terminator, max at most. */
+static inline size_t nread(size_t len, size_t max)
+{
+	return len < max ? len + 1 : max;
+}
+
+/* wcsmem.c: the real wide functions, looked up by strmem_init. */
+void wcsmem_init(void) WL_HIDDEN;
+
+#endif
