@@ -129,7 +129,7 @@ WL_HDRS := $(wildcard watchlib/include/*.h watchlib/src/*.h watchlib/preload/*.h
 WL_OBJS := $(patsubst watchlib/src/%.c,$(WB)/%.o,$(wildcard watchlib/src/*.c))
 AGENT_OBJS := $(patsubst watchlib/preload/%.c,$(WB)/preload/%.o,$(wildcard watchlib/preload/*.c))
 WL_LIBS := -lunwind -ldw -lelf -ldl -lpthread
-# The agent loads libelf and libdw itself, at its first report (report.c).
+# The agent loads libelf and libdw itself, at its first report (symbolize.c).
 AGENT_LIBS := -lunwind -ldl -lpthread
 # The fault path runs in libulpt's general-register-only entry stub (see watch.c).
 WL_CFLAGS_watch := -mgeneral-regs-only -fno-tree-loop-distribute-patterns

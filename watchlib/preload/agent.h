@@ -8,7 +8,8 @@
  * with the tool), heap.c (the allocator: red zones,
  * quarantine, the malloc family), fault.c (the fault handler, general registers only),
  * strmem.c (libc's memory and string functions, checked against the blocks),
- * report.c (backtraces with libunwind, symbols with libdw, error reports), leak.c (the
+ * stack.c (the stack depot: backtraces at malloc, free and errors, each kept once),
+ * symbolize.c (symbols with libelf and libdw), report.c (error reports), leak.c (the
  * leak check at exit), suppress.c (the suppressions file's rules).
  *
  * SPDX-License-Identifier: MIT
@@ -183,7 +184,8 @@ struct err {
 enum err_kind heap_classify(uintptr_t s, uintptr_t e, uintptr_t ip, int reads_only,
 			    uint32_t *bid) WL_HIDDEN;
 uintptr_t heap_bad_byte(enum err_kind k, uint32_t bid, uintptr_t s) WL_HIDDEN;
-uint32_t stack_capture(void) WL_HIDDEN;     /* the caller of malloc or free: a depot id, 0 if none */
+/* stack.c: the stack of the caller of malloc or free: a depot id, 0 if none. */
+uint32_t stack_capture(void) WL_HIDDEN;
 void report_init(void) WL_HIDDEN;
 /* A fork's wait for the backtraces under way and the report's locks, and their release (in
  * the parent, or in the child: child 1); heap.c's atfork handlers. */
