@@ -7,7 +7,8 @@
  * Files: agent.c (start, configuration, results), options.c (the settings' one parser, shared
  * with the tool), heap.c (the allocator: red zones,
  * quarantine, the malloc family), fault.c (the fault handler, general registers only),
- * strmem.c (libc's memory and string functions, checked against the blocks),
+ * strmem.c (libc's memory and string functions, checked against the blocks), wcsmem.c (the
+ * wide ones and the multibyte converters; strmem.h between them),
  * stack.c (the stack depot: backtraces at malloc, free and errors, each kept once),
  * symbolize.c (symbols with libelf and libdw), report.c (error reports), leak.c (the
  * leak check at exit), suppress.c (the suppressions file's rules).
