@@ -8,8 +8,9 @@
  * block; "-count" ones convert with no destination (a count) from an unterminated source;
  * "-invalid" stops at a character the C locale cannot convert, after an overflowing prefix.
  * "clean" makes every call within its blocks, over strings of every length 0..99 in blocks
- * of exactly their size: no error.
+ * of exactly their size (and conversions that stop early, in UTF-8 too): no error.
  */
+#include <locale.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,6 +98,19 @@ static void sweep(void)
 	free(x);
 	free(y);
 	free(d);
+	/* UTF-8: a character that does not fit, or is cut by the bound, ends a conversion. */
+	if (setlocale(LC_ALL, "C.UTF-8")) {
+		char *e = memcpy(malloc(4), "h\xc3\xa9", 4), *o = malloc(3);       /* "hé" */
+		wchar_t *z = wdup(L"h\xe9", 3);
+		d = malloc(2 * sizeof(wchar_t));
+		sink += wcs(o, z, 2, 2, 2) + wcs(o, z, 2, 0, 0) + wcs(o, z, 3, 0, 1) +
+			mbs(d, e, 2, 3, 2) + mbs(d, e, 2, 2, 2) + mbs(d, e, 2, 0, 0) + mbs(NULL, e, 0, 0, 1);
+		free(e);
+		free(o);
+		free(z);
+		free(d);
+		setlocale(LC_ALL, "C");
+	}
 }
 
 /* The restartable converters' source pointer (the one main has) set to x. */
