@@ -31,17 +31,30 @@ static uint64_t slot_va(const UlptState *u, uint64_t index)
 }
 
 /*
- * The slot's host address straight from a TLB entry that maps its page as
- * plain writable RAM (the usual case: the log was written a moment ago), or
- * NULL: probe_access then walks, faults or handles the page's flags.
+ * The slot's host address from a TLB entry (the main one or a victim) that maps its page as
+ * plain writable RAM, or NULL. It only reads the TLB: a logged access is in flight in the
+ * softmmu helper that called the check, with its own TLB entry in hand, and a fill here could
+ * evict that entry from under it.
  */
+static bool slot_entry(CPUTLBEntry *te, uint64_t va)
+{
+    target_ulong w = tlb_addr_write(te);
+
+    return tlb_hit(w, va) && !(w & ~TARGET_PAGE_MASK);
+}
+
 static uint8_t *slot_host(CPUX86State *env, uint64_t va, int mmu_idx)
 {
     CPUTLBEntry *te = tlb_entry(env, mmu_idx, va);
-    target_ulong w = tlb_addr_write(te);
+    CPUTLBDesc *d = &env_tlb(env)->d[mmu_idx];
 
-    if (tlb_hit(w, va) && !(w & ~TARGET_PAGE_MASK)) {
+    if (slot_entry(te, va)) {
         return (uint8_t *)(uintptr_t)(va + te->addend);
+    }
+    for (int i = 0; i < CPU_VTLB_SIZE; i++) {
+        if (slot_entry(&d->vtable[i], va)) {
+            return (uint8_t *)(uintptr_t)(va + d->vtable[i].addend);
+        }
     }
     return NULL;
 }
@@ -91,17 +104,22 @@ UlptLogStage ulpt_log_stage(CPUX86State *env, uint64_t start, unsigned size,
      * this write, at this instruction, which then logs nothing.
      */
     host = slot_host(env, va, mmu_idx);
-    u->frame_access = true;
     if (!host) {
+        /*
+         * The slot's page is not in the TLB as writable RAM: walk to it (R-LOG-3: its #PF is
+         * raised here, at this instruction), then run the instruction again, as the fill may
+         * have evicted the entry its access is using. The next time both are in the TLB.
+         */
+        u->frame_access = true;
         host = probe_access(env, va, ULPT_REC_SIZE, MMU_DATA_STORE, mmu_idx, ra);
+        u->frame_access = false;
+        if (!host) {
+            env->ulpt_stats.log_full++;
+            return ULPT_LOG_FULL;       /* not RAM: never written (R-LOG-3) */
+        }
+        cpu_loop_exit_restore(env_cpu(env), ra);
     }
-    if (!host) {
-        /* Not RAM (or a debugger's watchpoint): read through the slow path. */
-        info = cpu_ldq_le_mmuidx_ra(env, va + 8, mmu_idx, ra);
-    } else {
-        info = ldq_le_p(host + 8);
-    }
-    u->frame_access = false;
+    info = ldq_le_p(host + 8);
     if (info & ULPT_REC_V) {
         env->ulpt_stats.log_full++;
         return ULPT_LOG_FULL;
@@ -114,20 +132,11 @@ UlptLogStage ulpt_log_stage(CPUX86State *env, uint64_t start, unsigned size,
     }
     /* A write whose bytes the check did not see (made in parts, atomic): read back later. */
     u->log_stage[n].size = kind == ULPT_KIND_W && !val ? MIN(size, 8) : 0;
-    if (host) {
-        stq_le_p(host, start);
-        stq_le_p(host + 8, info);
-        stq_le_p(host + 16, u->log_rip);
-        stq_le_p(host + 24, value);
-    } else {
-        u->frame_access = true;
-        cpu_stq_le_mmuidx_ra(env, va, start, mmu_idx, ra);
-        cpu_stq_le_mmuidx_ra(env, va + 16, u->log_rip, mmu_idx, ra);
-        cpu_stq_le_mmuidx_ra(env, va + 24, value, mmu_idx, ra);
-        u->frame_access = false;
-    }
-    u->log_stage[n].host = host ? (uint64_t *)(host + 8) : NULL;
-    u->log_stage[n].va = va + 8;
+    stq_le_p(host, start);
+    stq_le_p(host + 8, info);
+    stq_le_p(host + 16, u->log_rip);
+    stq_le_p(host + 24, value);
+    u->log_stage[n].host = (uint64_t *)(host + 8);
     u->log_stage[n].info = info | ULPT_REC_V;
     u->log_stage[n].start = start;
     u->log_stage[n].ra = ra;
@@ -177,7 +186,7 @@ bool ulpt_log_publish(CPUX86State *env)
     }
     /* The values of writes made in parts, now that they are made (R-LOG-3). */
     for (unsigned i = 0; i < n; i++) {
-        if (u->log_stage[i].size && u->log_stage[i].host &&
+        if (u->log_stage[i].size &&
             read_back(env, u->log_stage[i].start, u->log_stage[i].size,
                       u->log_stage[i].host + 2)) {
             u->log_stage[i].info |= ULPT_REC_VAL;
@@ -186,19 +195,7 @@ bool ulpt_log_publish(CPUX86State *env)
     /* The other words first, then V (R-LOG-6). */
     smp_wmb();
     for (unsigned i = 0; i < n; i++) {
-        if (u->log_stage[i].host) {
-            qatomic_set(u->log_stage[i].host, cpu_to_le64(u->log_stage[i].info));
-        } else {
-            /*
-             * The slot is not RAM: written through the slow path, which
-             * cannot fault now that its instruction is done (the record is
-             * dropped if it does not take the write).
-             */
-            u->frame_access = true;
-            cpu_stq_le_mmuidx_ra(env, u->log_stage[i].va, u->log_stage[i].info,
-                                 cpu_mmu_index(env, false), 0);
-            u->frame_access = false;
-        }
+        qatomic_set(u->log_stage[i].host, cpu_to_le64(u->log_stage[i].info));
     }
     u->log_index += n;
     env->ulpt_stats.log_records += n;

@@ -23,7 +23,6 @@ typedef struct UlptState {
     uint64_t log_rip;
     struct {
         uint64_t *host;             /* the slot's info word in host memory */
-        uint64_t va;                /* its linear address (no host pointer) */
         uint64_t info;              /* the info word to publish, V set */
         uint64_t start;             /* the access, for parts of one access */
         uintptr_t ra;

@@ -238,29 +238,65 @@ void heap_log_records(const struct ulpt_log_rec *r, size_t n, void *arg)
 	heap_counts_add(&c, n, wl_now_ns() - t0);
 }
 
-/* The same straight from the ring (ulpt_log_set_raw): no copy of each record first. */
+/* The same straight from the ring (ulpt_log_set_raw), the hot loop of --heap: a record that
+ * lies within the bytes of the block the previous one hit is a hit with no lookup (blocks do
+ * not change during a drain: free and realloc drain first), and the ring is walked without a
+ * copy of each record. */
 size_t heap_log_raw(struct ulpt_log_ring *r, void *arg)
 {
+	struct ulpt_log_slot *slots = r->slots;
+	uint64_t mask = r->mask, head = r->head, first = head;
 	struct heap_counts c = { 0 };
-	struct ulpt_log_slot *sl;
+	uintptr_t lo = 1, hi = 0, rip = last_read.ip, rs = last_read.start;
+	unsigned kinds = ag.heap_kinds;
 	uint64_t t0 = wl_now_ns();
-	size_t n = 0;
 
 	(void)arg;
-	while ((sl = ulpt_log_peek(r)) != NULL) {
+	for (;; head++) {
+		struct ulpt_log_slot *sl = &slots[head & mask];
+		uint64_t info = __atomic_load_n(&sl->info, __ATOMIC_ACQUIRE);
 		uintptr_t s = sl->start, ip = sl->ip;
-		uint64_t info = sl->info;
 		unsigned size = (unsigned)(info >> 16) & 0xffff, kind = info & 7;
 
-		ulpt_log_consume(r, sl);
-		n++;
-		if (!log_discard)
-			heap_watch_count(&c, s, s + (size ? size : 1), kind == ULPT_DENY_R,
-					 kind == ULPT_DENY_W, ip);
+		if (!(info & ULPT_LOG_V_))
+			break;
+		__atomic_store_n(&sl->info, 0, __ATOMIC_RELEASE);
+		if (log_discard)
+			continue;
+		size += !size;
+		if (s >= lo && s + size <= hi && (kinds & kind)) {
+			c.hits++;
+			if (kind == ULPT_DENY_W) {
+				c.reads -= rip == ip && rs == s;
+				c.writes++;
+				rip = 0;
+			} else {
+				c.reads++;
+				rip = ip;
+				rs = s;
+			}
+			continue;
+		}
+		last_read.ip = rip;
+		last_read.start = rs;
+		uint64_t hits = c.hits;
+		heap_watch_count(&c, s, s + size, kind == ULPT_DENY_R, kind == ULPT_DENY_W, ip);
+		rip = last_read.ip;
+		rs = last_read.start;
+		if (c.hits != hits) {
+			const struct blk *b = blk_of(s);
+			if (inside(b, s, s + size)) {
+				lo = b->user;
+				hi = b->user + b->size;
+			}
+		}
 	}
+	__atomic_store_n(&r->head, head, __ATOMIC_RELAXED);
+	last_read.ip = rip;
+	last_read.start = rs;
 	if (!log_discard)
-		heap_counts_add(&c, n, wl_now_ns() - t0);
-	return n;
+		heap_counts_add(&c, head - first, wl_now_ns() - t0);
+	return (size_t)(head - first);
 }
 
 void heap_log_sync(void)
