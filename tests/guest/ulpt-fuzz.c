@@ -468,8 +468,13 @@ static void check_logged(int idx, int kind, uint8_t *p, uint64_t v, int sig, lon
     else if (!(info & ULPT_REC_V) || r->start != (unsigned long)p ||
              ULPT_INFO_KIND(info) != (kind == K_R ? ULPT_KIND_R : ULPT_KIND_W) || ULPT_INFO_SIZE(info) != 8 ||
              !((reason == ULPT_REASON_PAGE && (w0[idx] & pr)) || (reason == ULPT_REASON_LINE && lr)) ||
-             !!(info & ULPT_REC_VAL) != (kind == K_W) || r->value != (kind == K_W ? v : 0) || !r->rip)
+             !!(info & ULPT_REC_VAL) != (kind == K_W) || r->value != (kind == K_W ? v : 0) || !r->rip) {
         fail("a logged %s: the record at the write index is not the access's", kind == K_R ? "read" : "write");
+        printf("# logged %s: record start %#llx info %#llx value %#llx at index %llu of %llu; the log %s the view's range\n",
+               kind == K_R ? "read" : "write", (unsigned long long)r->start, (unsigned long long)info,
+               (unsigned long long)r->value, (unsigned long long)my_log.index, (unsigned long long)n,
+               my_log.base - view < ULPT_VIEW_SIZE ? "lies in" : "is outside");
+    }
     __atomic_store_n(&r->info, 0, __ATOMIC_RELEASE);
     my_log.index++;
     int want_ev = my_log.thresh == 1 && handler;
@@ -842,16 +847,18 @@ static void op_set_log(uint64_t *s)
     const char *c;
 
     if (!my_log_buf) {
-        my_log_buf = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        /* two pages, so that it never fills the one-page hole (hole_page must stay unmapped) */
+        my_log_buf = mmap(NULL, 2 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (my_log_buf == MAP_FAILED) {
             my_log_buf = NULL;
             return;
         }
     }
     l.size_shift = rn(s, 8);
-    switch (rn(s, 12)) {
+    switch (rn(s, 14)) {
     case 0: c = "base 0 (no log)"; l.size_shift = rnd(s); break;
-    case 1: case 2: case 3: case 4: l.base = (unsigned long)my_log_buf; mem = LM_OWN; c = "own memory"; break;
+    case 1: case 2: case 3: case 4: case 12: case 13:
+        l.base = (unsigned long)my_log_buf; mem = LM_OWN; c = "own memory"; break;
     case 5: l.base = (unsigned long)hole_page; mem = LM_HOLE; c = "unmapped memory"; break;
     case 6: l.base = (unsigned long)ro_page; mem = LM_RO; c = "read-only memory"; break;
     case 7: l.base = (unsigned long)my_log_buf + 1 + rn(s, 31); c = "base not 32-byte aligned"; break;
@@ -964,7 +971,7 @@ static void op_view_store(uint64_t *s)
             b = rnd(s) & rnd(s);
         if (rn(s, 3) == 0)
             a |= (rnd(s) & 0xff00000000000000ull);   /* software bits */
-        if (idx < NP && rn(&t_ls, 3) == 0)
+        if (idx < NP && rn(&t_ls, 2) == 0)
             a |= ULPT_LOG;                  /* its denials logged by a thread with a log */
         set_entry(idx, a, b);
     } else {
@@ -1516,7 +1523,7 @@ static void *thread_fn(void *a)
     check_log("new thread (no log)");
     pthread_mutex_unlock(&st_lock);
     for (int i = 0; i < 40 && !threads_stop; i++) {
-        if (rn(&t_ls, 100) < 10)
+        if (rn(&t_ls, 100) < 12)
             (rn(&t_ls, 3) ? op_set_log : op_get_log)(&t_ls);
         switch (rn(&s, 6)) {
         case 0: op_set_handler(&s); break;
@@ -1539,7 +1546,7 @@ static void sequence(uint64_t s0)
     int nops = 20 + rn(&s, 60);
     t_ls = mix(s0 ^ 0x6c6f67);
     for (int i = 0; i < nops; i++) {
-        if (rn(&t_ls, 100) < 10)
+        if (rn(&t_ls, 100) < 12)
             (rn(&t_ls, 3) ? op_set_log : op_get_log)(&t_ls);
         unsigned op = rn(&s, 100);
         if (op < 10) op_enable(&s);

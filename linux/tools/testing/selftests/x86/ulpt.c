@@ -1682,13 +1682,15 @@ static void test_log_full_signal(void)
 {
 	struct ulpt_log_record *buf = log_buf(0);
 	uint64_t *p;
+	bool full;
 
 	setup();
 	p = page();
 	set_entry(p, 0, ULPT_NW | ULPT_LOG);
 	set_log(buf, 0, 0, 0);
 	check(!faults(write8, &p[0]) && (buf[0].info & ULPT_REC_V), "one record fills a log of 1");
-	check(ulpt_faults(write8, &p[1]) && READ_ONCE(segv_addr) == (uintptr_t)&p[1] &&
+	full = ulpt_faults(write8, &p[1]);
+	check(full && READ_ONCE(segv_addr) == (uintptr_t)&p[1] &&
 	      (segv_err & (X86_PF_ULPT | X86_PF_WRITE)) == (X86_PF_ULPT | X86_PF_WRITE),
 	      "the next store: SIGSEGV SEGV_ULPTERR at its first byte, a write (err %#lx)",
 	      READ_ONCE(segv_err));
@@ -1730,6 +1732,7 @@ static void test_log_event(void)
 static void test_log_fault(void)
 {
 	struct ulpt_log_record *buf = log_buf(4);
+	bool fault;
 	uintptr_t a;
 	uint64_t *p;
 
@@ -1739,7 +1742,8 @@ static void test_log_fault(void)
 	mprotect(buf, PAGE_SIZE, PROT_READ);
 	set_log(buf, 4, 0, 0);
 	a = (uintptr_t)buf;
-	check(faults(write8, p) && READ_ONCE(segv_code) == SEGV_ACCERR &&
+	fault = faults(write8, p);
+	check(fault && READ_ONCE(segv_code) == SEGV_ACCERR &&
 	      READ_ONCE(segv_addr) - a < ULPT_REC_SIZE && !(segv_err & X86_PF_ULPT),
 	      "a read-only log: SIGSEGV SEGV_ACCERR in its slot (code %d, addr %#lx)",
 	      READ_ONCE(segv_code), READ_ONCE(segv_addr));
@@ -1750,7 +1754,8 @@ static void test_log_fault(void)
 		     (void *)(uintptr_t)buf[0].rip),
 	      "made writable: the store runs and is logged");
 	munmap(buf, PAGE_SIZE);
-	check(faults(write8, &p[1]) && READ_ONCE(segv_code) == SEGV_MAPERR &&
+	fault = faults(write8, &p[1]);
+	check(fault && READ_ONCE(segv_code) == SEGV_MAPERR &&
 	      READ_ONCE(segv_addr) - a - ULPT_REC_SIZE < ULPT_REC_SIZE,
 	      "an unmapped log: SIGSEGV SEGV_MAPERR in the next slot (code %d, addr %#lx)",
 	      READ_ONCE(segv_code), READ_ONCE(segv_addr));
