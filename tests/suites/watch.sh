@@ -35,7 +35,11 @@
 #   supp-*     --suppressions by function, anchored, by source file; a bad rule; and
 #              --gen-suppressions
 #   exit3      the program's exit status passes through
-# then watchlib/test/wl-api (the C API) on both backends, and watchlib/test/cli.sh if present.
+#   *-context  --malloc-context-size: 0 (a leak without a stack), 2 (a leak's first two frames),
+#              3 (a use-after-free's allocation and release; the access's stack is not cut);
+#              256 under a bare LD_PRELOAD refused
+# then watchlib/test/wl-api (the C API) on both backends, watchlib/test/wl-stack (the stacks of
+# malloc and free against libunwind's) on the host, and watchlib/test/cli.sh if present.
 # The runs write NAME.json, .out, .err and .rc under build/watchlib/test/suite/{host,guest}
 # (kept for inspection; the guest writes there through --share); each is checked against
 # watchlib/test/expected/NAME.exp (see below and watchlib/test/expect.py).
@@ -45,6 +49,7 @@ run=$top/scripts/ulpt-run
 tool=$top/build/watchlib/ulpt-watch
 progs=$top/build/watchlib/test/progs
 api=$top/build/watchlib/test/wl-api
+wlstack=$top/build/watchlib/test/wl-stack
 agent=$top/build/watchlib/libulpt-watch-agent.so
 d=$top/build/watchlib/test/suite
 rm -rf "$d" && mkdir -p "$d/host" "$d/guest" || exit 1
@@ -136,6 +141,9 @@ done
 r leaks-definite --check -- '$progs/leaks' list
 r leaks-off --check --leaks=none -- '$progs/leaks' direct
 r leaks-exitcode --check --error-exitcode=7 -- '$progs/leaks' direct
+r leaks-context-0 --check --malloc-context-size=0 -- '$progs/leaks' direct
+r leaks-context-2 --check --leaks=all --malloc-context-size=2 -- '$progs/leaks' list
+r check-context-3 --check --malloc-context-size=3 -- '$progs/heapbugs' use-after-free
 printf '# a comment\n\nleak:leak_one\n' > "\$o/supp-leak.txt"
 printf 'heap-overflow:^main\$\n' > "\$o/supp-overflow.txt"
 printf 'leak:heapbugs.c\n' > "\$o/supp-file.txt"
@@ -172,6 +180,7 @@ bare bare-log "check=1:log_file=\$o/bare-log-%p.txt" '$progs/forkbug'
 bare bare-log-bad check=1:log_file=/nonexistent/dir/log '$progs/exit3'
 bare bare-unknown no_such_option=1 '$progs/exit3'
 bare bare-conflict heap=w:check=1 '$progs/exit3'
+bare bare-context-bad check=1:malloc_context_size=256 '$progs/exit3'
 if [ "\$2" = guest ]; then
   r padding-precise-read --check --precise -- '$progs/padding' read
   r padding-precise-write --check --precise -- '$progs/padding' write
@@ -210,6 +219,8 @@ guest=$!
 sh "$d/runs.sh" "$d/host"
 timeout -k 5 120 "$api" mprotect > "$d/host/wl-api.tap" 2>&1
 echo $? > "$d/host/wl-api.rc"
+timeout -k 5 300 "$wlstack" > "$d/host/wl-stack.tap" 2>&1
+echo $? > "$d/host/wl-stack.rc"
 wait $guest
 grc=$?
 [ "$grc" = 0 ] || tap_note "# the guest run exited with status $grc: $(tail -c 300 "$d/guest.log" | tr '\n' ' ')"
@@ -232,24 +243,25 @@ for env in host guest; do
     s=$?
     tap_check $s "$env: $(head -n1 "$f" | sed 's/^# //')" "$msg"
   done
-  # Every run has its expectations (wl-api's TAP is a stream of its own, below).
+  # Every run has its expectations (wl-api's and wl-stack's TAP are streams of their own, below).
   for rcf in "$d/$env"/*.rc; do
     [ -e "$rcf" ] || continue
     name=$(basename "$rcf" .rc)
-    [ "$name" = wl-api ] && continue
+    [ "$name" = wl-api ] || [ "$name" = wl-stack ] && continue
     [ -f "$exp/$name.$env.exp" ] || [ -f "$exp/$name.exp" ] ||
       tap_check 1 "$env: the run $name has no expectation file in watchlib/test/expected"
   done
 done
 
 tap_checks_end
-# wl-api's runs (saved with their exit status) and cli.sh: sub-streams (tests/lib/tap-sub.sh)
+# wl-api's and wl-stack's runs (saved with their exit status) and cli.sh: sub-streams (tests/lib/tap-sub.sh)
 # that tests/tap-run checks and merges, apart from this suite's own plan above.
 . "$top/tests/lib/tap-sub.sh"
 replay() { # NAME TAPFILE RCFILE
   tap_sub "$1" sh -c 'cat "$1" 2>/dev/null; rc=$(cat "$2" 2>/dev/null); exit "${rc:-125}"' _ "$2" "$3" || tap_fails=$((tap_fails + 1))
 }
 replay "wl-api mprotect (host)" "$d/host/wl-api.tap" "$d/host/wl-api.rc"
+replay "wl-stack (host)" "$d/host/wl-stack.tap" "$d/host/wl-stack.rc"
 replay "wl-api ulpt (guest)" "$d/guest/wl-api.tap" "$d/guest/wl-api.rc"
 if [ -f "$top/watchlib/test/cli.sh" ]; then
   tap_sub cli.sh sh -c 'cd "$1" && bash watchlib/test/cli.sh build/watchlib/ulpt-watch' _ "$top" || tap_fails=$((tap_fails + 1))

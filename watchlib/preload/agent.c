@@ -426,7 +426,7 @@ void agent_init(void)
 	} else {
 		dl_iterate_phdr(libc_cb, NULL);         /* our own code, libc's, the loader's */
 		strmem_init();
-		report_init();
+		stack_init(opts.malloc_context_size);
 		if (ag.heap != HEAP_OFF && heap_init() < 0)
 			_exit(2);           /* said why: no check rather than a silent one */
 		if (ag.heap == HEAP_WATCH && opts.delivery == 0) {

@@ -185,9 +185,10 @@ struct err {
 enum err_kind heap_classify(uintptr_t s, uintptr_t e, uintptr_t ip, int reads_only,
 			    uint32_t *bid) WL_HIDDEN;
 uintptr_t heap_bad_byte(enum err_kind k, uint32_t bid, uintptr_t s) WL_HIDDEN;
-/* stack.c: the stack of the caller of malloc or free: a depot id, 0 if none. */
+/* stack.c: the stack of the caller of malloc or free (up to frames of it, as
+ * --malloc-context-size says): a depot id, 0 if none. */
+void stack_init(unsigned frames) WL_HIDDEN;
 uint32_t stack_capture(void) WL_HIDDEN;
-void report_init(void) WL_HIDDEN;
 /* A fork's wait for the backtraces under way and the report's locks, and their release (in
  * the parent, or in the child: child 1); heap.c's atfork handlers. */
 void report_fork_lock(void) WL_HIDDEN;

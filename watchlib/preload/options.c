@@ -89,6 +89,17 @@ static int parse_exitcode(const char *s, wl_opt_exitcode_t *v, const char **want
 	return 0;
 }
 
+static int parse_frames(const char *s, wl_opt_frames_t *v, const char **want)
+{
+	long n = number(s, 255);
+
+	*want = "a number of frames from 0 to 255";
+	if (n < 0)
+		return -1;
+	*v = (unsigned)n;
+	return 0;
+}
+
 /* The value names of the types that are one of a few words, in their values' order. */
 static const char *const redzone_names[] = { "line", "exact" };
 static const char *const leaks_names[] = { "none", "definite", "all" };
@@ -138,6 +149,7 @@ static const char *show_exitcode(const wl_opt_exitcode_t *v)
 		snprintf(t, sizeof(text[0]), "%u", *v & 255);
 	return t;
 }
+static const char *show_frames(const wl_opt_frames_t *v) { return show_exitcode(v); }
 static const char *show_mode(const wl_opt_mode_t *v) { return *v ? wl_mode_name(*v) : ""; }
 static const char *show_text(const wl_opt_text_t *v) { return *v; }
 #define SHOW_CHOICE(type) \
@@ -237,6 +249,7 @@ int wl_options_check(const struct wl_options *o, const char *prefix, char *err, 
 		{ 1u << WL_OPT_leaks, "leaks" },
 		{ 1u << WL_OPT_suppressions, "suppressions" },
 		{ 1u << WL_OPT_gen_suppressions, "gen-suppressions" },
+		{ 1u << WL_OPT_malloc_context_size, "malloc-context-size" },
 	};
 
 	if (o->heap && o->check) {

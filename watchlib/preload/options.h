@@ -17,6 +17,7 @@ typedef int wl_opt_bool_t;
 typedef unsigned wl_opt_mode_t;         /* 0: off */
 typedef unsigned wl_opt_align_t;        /* 0: auto */
 typedef unsigned wl_opt_exitcode_t;     /* 0: none */
+typedef unsigned wl_opt_frames_t;       /* 0 to 255 */
 typedef int wl_opt_redzone_t;           /* 0 line, 1 exact */
 typedef int wl_opt_backend_t;           /* 0 auto, 1 ulpt, 2 mprotect */
 typedef int wl_opt_delivery_t;          /* 0 log, 1 fault */

@@ -35,8 +35,8 @@ void report_fork_unlock(int child)
 
 /* Appends formatted text to a buffer that goes out in one write. */
 struct out {
-	char buf[8192];
-	size_t n;
+	char *buf;
+	size_t cap, n;
 };
 
 static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -45,25 +45,61 @@ static void put(struct out *o, const char *fmt, ...)
 	va_list ap;
 	int r;
 
-	if (o->n >= sizeof(o->buf))
+	if (o->n >= o->cap)
 		return;
 	va_start(ap, fmt);
-	r = vsnprintf(o->buf + o->n, sizeof(o->buf) - o->n, fmt, ap);
+	r = vsnprintf(o->buf + o->n, o->cap - o->n, fmt, ap);
 	va_end(ap);
 	if (r > 0)
-		o->n += (size_t)r < sizeof(o->buf) - o->n ? (size_t)r : sizeof(o->buf) - o->n - 1;
+		o->n += (size_t)r < o->cap - o->n ? (size_t)r : o->cap - o->n - 1;
 }
 
 /* A report's frames, symbolised before it is printed (a suppression rule may match them):
- * under the report's lock, so static. */
-#define REPORT_FRAMES (3 * MAX_FRAMES)
-static struct sym {
+ * under the report's lock, so static. Room for the access's and two depot stacks
+ * (--malloc-context-size frames each), made at the first report; until then (or without
+ * the memory) the frames of 16-frame stacks. */
+struct sym {
 	uintptr_t pc;
 	const char *what;           /* "access", "free", "alloc" */
 	int exact;                  /* pc is the instruction, not a return address */
 	char fn[256], loc[512], mod[256], file[512];
-} syms[REPORT_FRAMES];
-static int nsyms;
+};
+static struct sym syms_min[3 * MAX_FRAMES], *syms = syms_min;
+static const char *names_min[3 * 3 * MAX_FRAMES], **names = names_min;
+static int nsyms, maxsyms = 3 * MAX_FRAMES;
+
+/* A report's text: a line of each of its frames at most. */
+#define OUT_MIN 8192
+static char human_min[OUT_MIN], rec_min[OUT_MIN];
+static struct out human = { human_min, OUT_MIN, 0 }, rec = { rec_min, OUT_MIN, 0 };
+
+static void report_room(void)
+{
+	int want = MAX_FRAMES + 2 * (int)stack_context();
+	size_t cap = OUT_MIN + (size_t)want * 1024;
+	struct sym *s;
+	const char **nm;
+	char *h, *r;
+
+	if (want <= maxsyms)
+		return;
+	s = wl_mem_alloc((size_t)want * sizeof(*s));
+	nm = wl_mem_alloc(3 * (size_t)want * sizeof(*nm));
+	h = wl_mem_alloc(cap);
+	r = wl_mem_alloc(cap);
+	if (!s || !nm || !h || !r) {
+		wl_mem_free(s);
+		wl_mem_free(nm);
+		wl_mem_free(h);
+		wl_mem_free(r);
+		return;
+	}
+	syms = s;
+	names = nm;
+	maxsyms = want;
+	human = (struct out){ h, cap, 0 };
+	rec = (struct out){ r, cap, 0 };
+}
 
 /* The frames symbolised so far, by pc (and whether it is exact, not a return address): a
  * leak report repeats the same callers in group after group, and each DWARF lookup is slow
@@ -102,7 +138,7 @@ static void symbolize_cached(struct sym *y)
 
 static void collect(const char *what, const uintptr_t *pcs, int n, int first_exact)
 {
-	for (int i = 0; i < n && nsyms < REPORT_FRAMES; i++) {
+	for (int i = 0; i < n && nsyms < maxsyms; i++) {
 		struct sym *y = &syms[nsyms++];
 		char *colon;
 
@@ -140,7 +176,6 @@ static void print_frames(struct out *human, struct out *rec, const char *what)
 /* Whether a rule of the suppressions file matches a frame of the report. */
 static int suppressed(const char *kind)
 {
-	static const char *names[3 * REPORT_FRAMES];
 	int n = 0;
 
 	for (int i = 0; i < nsyms; i++) {
@@ -205,7 +240,6 @@ static int seen_before(const struct err *e)
 
 void report_error(struct err *e)
 {
-	static struct out human, rec;       /* large: not on the (signal) stack; under the lock */
 	uintptr_t pcs[MAX_FRAMES];
 	const struct blk *b = e->block ? &ag.blocks[e->block] : NULL;
 	const char *acc = e->access == WL_WRITE ? "write" : e->access == WL_READ ? "read" :
@@ -224,6 +258,7 @@ void report_error(struct err *e)
 	int freed = b && (b->state == BLK_FREED || e->kind == ERR_DOUBLE_FREE);
 
 	spin(&report_lock);
+	report_room();
 	nsyms = 0;
 	collect("access", pcs, n, at_access && !e->fn);
 	if (freed)
@@ -298,9 +333,9 @@ void report_error(struct err *e)
 int report_leak(uint32_t stack, uint32_t first, uint64_t bytes, uint64_t count, int indirect)
 {
 	static int header;
-	static struct out human, rec;
 	const struct blk *b = &ag.blocks[first];
 
+	report_room();
 	nsyms = 0;
 	collect_depot("alloc", stack);
 	if (suppressed("leak")) {
@@ -317,7 +352,8 @@ int report_leak(uint32_t stack, uint32_t first, uint64_t bytes, uint64_t count, 
 	    (unsigned long)b->user, b->size, (unsigned long long)count);
 	print_frames(&human, &rec, "alloc");
 	if (!nsyms)
-		put(&human, "    (no stack: allocated before the agent took the heap)\n");
+		put(&human, stack_context() ? "    (no stack: allocated before the agent took the heap)\n" :
+		    "    (no stack: --malloc-context-size=0)\n");
 	put(&human, "\n");
 	gen_rule(&human, "leak");
 	put(&rec, "end\n");
@@ -347,11 +383,10 @@ void report_leak_summary(uint64_t bytes, uint64_t objects)
 /* -v: one line per watchpoint hit. */
 void report_hit(const struct wl_hit *h, void *arg)
 {
-	struct out o;
-	char fn[256], loc[512];
+	char buf[OUT_MIN], fn[256], loc[512];
+	struct out o = { buf, sizeof(buf), 0 };
 
 	(void)arg;
-	o.n = 0;
 	in_agent++;
 	symbolize(h->ip, 1, fn, sizeof(fn), loc, sizeof(loc), NULL, 0);
 	in_agent--;

@@ -27,6 +27,13 @@ static inline void unspin(volatile int *l)
 
 /* stack.c. A depot stack's frames (its count in *n), or NULL for id 0. */
 const uintptr_t *stack_get(uint32_t id, int *n) WL_HIDDEN;
+unsigned stack_context(void) WL_HIDDEN;      /* --malloc-context-size */
+/* Test hooks, exported (watchlib/test/wl-stack.c): while verifying, each capture is made
+ * again by libunwind's own walk and compared; the counts (captures, by the cache's walk, by
+ * libunwind's, unlike libunwind's) and the first unlike pair. */
+void ulpt_watch_stack_verify(int on);
+void ulpt_watch_stack_verified(unsigned long count[4], uintptr_t *a, int *na, uintptr_t *b,
+			       int *nb, int max);
 /* The current stack from the frame whose pc is from (0: the caller of the agent's entry
  * point) into out: its count. */
 int stack_from(uintptr_t from, uintptr_t *out, int max) WL_HIDDEN;

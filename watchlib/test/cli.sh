@@ -181,6 +181,9 @@ bad "--suppressions without --check" --suppressions=/dev/null -- "$P"
 bad "--gen-suppressions without --check" --gen-suppressions -- "$P"
 check "--gen-suppressions message names the option as typed" has "ulpt-watch: --gen-suppressions works only with --check" "$T/err"
 bad "--halt-on-error with a value other than 0 or 1" --check --halt-on-error=yes -- "$P"
+bad "--malloc-context-size without --check" --malloc-context-size=5 -- "$P"
+bad "--malloc-context-size above 255" --check --malloc-context-size=256 -- "$P"
+bad "--malloc-context-size not a number" --check --malloc-context-size=deep -- "$P"
 
 # --- help and version ---
 run --help
@@ -222,15 +225,17 @@ for c in "--heap|heap=w" "--heap=rw|heap=rw" "--heap=r|heap=r" "--check|check=1"
 	 "--check --redzone=exact|redzone=exact" "-v|verbose=1" "--verbose|verbose=1" \
 	 "--follow-exec|follow_exec=1" "--backend mprotect|backend=mprotect" "--backend=ulpt|backend=ulpt" \
 	 "--check --error-exitcode=3|error_exitcode=3" "--check --error-exitcode 255|error_exitcode=255" \
-	 "--check --halt-on-error|halt_on_error=1" "--log-file=$T/log.%p|log_file=$T/log.%p"; do
+	 "--check --halt-on-error|halt_on_error=1" "--log-file=$T/log.%p|log_file=$T/log.%p" \
+	 "--check --malloc-context-size=0|malloc_context_size=0" \
+	 "--check --malloc-context-size 0x10|malloc_context_size=16"; do
 	args=${c%|*} kv=${c#*|}
 	# shellcheck disable=SC2086
 	run $args -- "$P"
 	check "$args reaches the agent as $kv" eval '[ "$rc" -eq 3 ] && [ "$(optval "${kv%%=*}")" = "${kv#*=}" ]'
 done
 run --check -- "$P"
-check "--check alone: align and redzone stay the agent's defaults (unset)" \
-	eval '[ "$(optval align)" = "<unset>" ] && [ "$(optval redzone)" = "<unset>" ]'
+check "--check alone: align, redzone and malloc_context_size stay the agent's defaults (unset)" \
+	eval '[ "$(optval align)" = "<unset>" ] && [ "$(optval redzone)" = "<unset>" ] && [ "$(optval malloc_context_size)" = "<unset>" ]'
 ULPT_BACKEND=ulpt ULPT_WATCH_OPTIONS=heap=rw run --backend auto -- "$P"
 check "--backend auto unsets ULPT_BACKEND; a stale ULPT_WATCH_OPTIONS is replaced" \
 	eval '[ "$(envval ULPT_BACKEND)" = "<unset>" ] && [ "$(optval heap)" = "<unset>" ] && [ "$(optval backend)" = "<unset>" ]'
