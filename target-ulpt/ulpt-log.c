@@ -31,9 +31,10 @@ static uint64_t slot_va(const UlptState *u, uint64_t index)
 }
 
 /*
- * The slot's host address from a TLB entry (the main one or a victim) that maps its page as
- * plain writable RAM, or NULL. It only reads the TLB: a logged access is in flight in the
- * softmmu helper that called the check, with its own TLB entry in hand, and a fill here could
+ * The slot's host address from a TLB entry (the main one or a victim) that
+ * maps its page as plain writable RAM, or NULL. It only reads the TLB: a
+ * logged access is in flight in the softmmu helper that called the check,
+ * with its own TLB entry in hand, and a fill here could
  * evict that entry from under it.
  */
 static bool slot_entry(CPUTLBEntry *te, uint64_t va)
@@ -106,12 +107,14 @@ UlptLogStage ulpt_log_stage(CPUX86State *env, uint64_t start, unsigned size,
     host = slot_host(env, va, mmu_idx);
     if (!host) {
         /*
-         * The slot's page is not in the TLB as writable RAM: walk to it (R-LOG-3: its #PF is
-         * raised here, at this instruction), then run the instruction again, as the fill may
-         * have evicted the entry its access is using. The next time both are in the TLB.
+         * The slot's page is not in the TLB as writable RAM: walk to it
+         * (R-LOG-3: its #PF is raised here, at this instruction), then run
+         * the instruction again, as the fill may have evicted the entry its
+         * access is using. The next time both are in the TLB.
          */
         u->frame_access = true;
-        host = probe_access(env, va, ULPT_REC_SIZE, MMU_DATA_STORE, mmu_idx, ra);
+        host = probe_access(env, va, ULPT_REC_SIZE, MMU_DATA_STORE, mmu_idx,
+                            ra);
         u->frame_access = false;
         if (!host) {
             env->ulpt_stats.log_full++;
@@ -130,7 +133,7 @@ UlptLogStage ulpt_log_stage(CPUX86State *env, uint64_t start, unsigned size,
         value = size >= 8 ? *val : *val & ((1ull << (8 * size)) - 1);
         info |= ULPT_REC_VAL;
     }
-    /* A write whose bytes the check did not see (made in parts, atomic): read back later. */
+    /* A write whose bytes the check did not see (in parts, atomic): later. */
     u->log_stage[n].size = kind == ULPT_KIND_W && !val ? MIN(size, 8) : 0;
     stq_le_p(host, start);
     stq_le_p(host + 8, info);
@@ -146,20 +149,23 @@ UlptLogStage ulpt_log_stage(CPUX86State *env, uint64_t start, unsigned size,
 }
 
 /*
- * The first `size` (1 to 8) bytes at linear address va, as they are now, into the record's
- * value word: false when a byte is not in RAM that the TLB maps (the record has no VAL).
+ * The first `size` (1 to 8) bytes at linear address va, as they are now,
+ * into the record's value word: false when a byte is not in RAM that the TLB
+ * maps (the record has no VAL).
  */
-static bool read_back(CPUX86State *env, uint64_t va, unsigned size, uint64_t *value)
+static bool read_back(CPUX86State *env, uint64_t va, unsigned size,
+                      uint64_t *value)
 {
     int mmu_idx = cpu_mmu_index(env, false);
     uint64_t v = 0;
 
     for (unsigned i = 0; i < size; ) {
         CPUTLBEntry *te = tlb_entry(env, mmu_idx, va + i);
-        unsigned k = MIN(size - i, TARGET_PAGE_SIZE - ((va + i) & ~TARGET_PAGE_MASK));
+        unsigned k = MIN(size - i,
+                         TARGET_PAGE_SIZE - ((va + i) & ~TARGET_PAGE_MASK));
         uint8_t *h;
 
-        /* Plain RAM in the TLB; a finer check (line rights) is no reason not to read. */
+        /* Plain RAM in the TLB; line rights are no reason not to read. */
         if (!tlb_hit(te->addr_read, va + i) ||
             (te->addr_read & ~TARGET_PAGE_MASK & ~(target_ulong)TLB_CHECK)) {
             return false;

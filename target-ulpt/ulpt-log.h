@@ -10,7 +10,7 @@
 
 #include "ulpt-qemu.h"
 
-/* Is an access of `kind` that the entry's word 0 `page` denies logged (R-LOG-1)? */
+/* Is an access of `kind` that word 0 `page` denies logged (R-LOG-1)? */
 static inline bool ulpt_log_wants(CPUX86State *env, uint64_t page,
                                   unsigned kind)
 {
@@ -19,7 +19,7 @@ static inline bool ulpt_log_wants(CPUX86State *env, uint64_t page,
 
 typedef enum UlptLogStage {
     ULPT_LOG_STAGED,     /* the record waits for the instruction to complete */
-    ULPT_LOG_FULL,       /* its slot holds a record: a FULL violation (R-LOG-4) */
+    ULPT_LOG_FULL,       /* its slot is in use: a FULL violation (R-LOG-4) */
 } UlptLogStage;
 
 /*

@@ -27,9 +27,9 @@ typedef struct UlptState {
         uint64_t start;             /* the access, for parts of one access */
         uintptr_t ra;
         uint8_t kind;
-        uint8_t size;               /* a write's bytes to read back, 0: none (value known) */
+        uint8_t size;               /* a write's bytes to read back, or 0 */
     } log_stage[64];
-    /* A wide access probed whole (ulpt-probe.c) and logged: its parts are not. */
+    /* A wide access probed whole (ulpt-probe.c) and logged, not its parts. */
     uint64_t log_cover_start, log_cover_size;
     uint8_t log_cover_kind;
     /*

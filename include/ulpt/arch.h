@@ -33,18 +33,21 @@
 #define ULPT_STKADJ_MASK       0xffffull
 
 /* The access log (spec 6.2): ULPT_LOG_CTL's fields and the record layout. */
-#define ULPT_LOG_CTL_SIZE_MASK 0x1full        /* log2 of the number of records */
+#define ULPT_LOG_CTL_SIZE_MASK 0x1full        /* log2 of the records */
 #define ULPT_LOG_MAX_SHIFT     24
-#define ULPT_LOG_CTL_THRESH_SHIFT 32          /* bits 63:32: the log event's threshold */
+/* Bits 63:32 of ULPT_LOG_CTL: the log event's threshold. */
+#define ULPT_LOG_CTL_THRESH_SHIFT 32
 #define ULPT_LOG_CTL_RSVD_MASK 0x00000000ffffffe0ull
 #define ULPT_LOG_ALIGN         32ull          /* ULPT_LOG_BASE alignment */
 #define ULPT_REC_SIZE          32             /* bytes per record */
-#define ULPT_REC_START         0              /* word index: first byte of the access */
+/* Word indexes in a record; info's bits as the frame's, and VAL, V. */
+#define ULPT_REC_START         0              /* first byte of the access */
 #define ULPT_REC_INFO          1              /* kind, reason, size, VAL, V */
 #define ULPT_REC_RIP           2
-#define ULPT_REC_VALUE         3              /* the bytes written, with ULPT_REC_VAL */
-#define ULPT_REC_VAL           0x100000000ULL /* info: value holds the bytes written */
-#define ULPT_REC_V             0x8000000000000000ULL /* info: the slot holds a record */
+#define ULPT_REC_VALUE         3              /* bytes written, with VAL */
+#define ULPT_REC_VAL           0x100000000ULL /* value holds the bytes */
+/* info: the slot holds a record. */
+#define ULPT_REC_V             0x8000000000000000ULL
 
 /* Table geometry (spec 4.1). */
 #define ULPT_VA_BITS           47
@@ -69,9 +72,11 @@
 #define ULPT_NR                0x1ULL
 #define ULPT_NW                0x2ULL
 #define ULPT_NX                0x4ULL
-#define ULPT_LOG               0x100ULL /* denied reads and writes are logged (spec 6.2) */
+/* Word 0 bit 8: denied reads and writes are logged (spec 6.2). */
+#define ULPT_LOG               0x100ULL
 #define ULPT_PAGE_SW_MASK      0xff00000000000000ull /* for software */
-#define ULPT_PAGE_RSVD_MASK (~(ULPT_PAGE_SW_MASK | ULPT_NR | ULPT_NW | ULPT_NX | ULPT_LOG))
+#define ULPT_PAGE_RSVD_MASK \
+    (~(ULPT_PAGE_SW_MASK | ULPT_NR | ULPT_NW | ULPT_NX | ULPT_LOG))
 /* Leaf word 1, line rights: bit 2i denies reads of line i, bit 2i+1 writes. */
 #define ULPT_LINE_NR(i)        (1ULL << (2 * (i)))
 #define ULPT_LINE_NW(i)        (1ULL << (2 * (i) + 1))
@@ -91,7 +96,7 @@
 #define ULPT_REASON_AFTER      4u
 /* The access log is full where this access's record would go (R-LOG-4). */
 #define ULPT_REASON_FULL       5u
-/* Not a violation: records wait in the log (R-LOG-5); frame word 2 = the write index. */
+/* Not a violation: records wait (R-LOG-5); frame word 2: the write index. */
 #define ULPT_REASON_LOG        6u
 
 /* Delivery frame (spec 6): 8 words at the handler's RSP. */

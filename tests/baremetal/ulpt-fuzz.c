@@ -974,7 +974,12 @@ static void table_random(struct rng *r, int all_allow)
             if (rn(r, 4) == 0) s->w1 &= rn(r, 2) ? ULPT_LINES_NR_ALL : ULPT_LINES_NW_ALL;
         }
         if (rn(r, 3) == 0) s->w0 |= rnext(r) & ULPT_PAGE_SW_MASK;
-        if (k >= 95) { s->w0 |= 1ull << (3 + rn(r, 53)); s->malformed = 1; }
+        if (k >= 95) {
+            /* A reserved bit of 55:3; bit 8 is LOG (spec 4.3), not reserved. */
+            unsigned bit = 3 + rn(r, 52);
+            s->w0 |= 1ull << (bit + (bit >= 8));
+            s->malformed = 1;
+        }
     }
     mib_malformed = 0;
     *l1_entry7 = l1_saved;
