@@ -1363,7 +1363,7 @@ static void ret3_rmw(void)
 
 /*
  * Found by the CPU differential fuzzer (tests/baremetal/ulpt-fuzz.c), each fixed in
- * qemu/patches/0016: the order of a read-modify-write's two deliveries (section 6: a locked
+ * qemu/patches/0016-0020: the order of a read-modify-write's two deliveries (section 6: a locked
  * one is checked for its write first, a non-locked one reads first; one vCPU used to report
  * a locked one's read first, and CMPXCHG16B the write first also without LOCK).
  */
