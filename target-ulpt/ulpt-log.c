@@ -104,8 +104,22 @@ UlptLogStage ulpt_log_stage(CPUX86State *env, uint64_t start, unsigned size,
      * The slot through paging, not ULPT (R-LOG-3): a fault is the #PF of
      * this write, at this instruction, which then logs nothing.
      */
+    if (ulpt_in_view(u->view, va) || ulpt_in_view(u->view, va + ULPT_REC_SIZE - 1)) {
+        env->ulpt_stats.log_full++;
+        return ULPT_LOG_FULL;           /* never a store to the table (R-LOG-3) */
+    }
     host = slot_host(env, va, mmu_idx);
-    if (!host) {
+    if (host) {
+        u->log_retry = false;
+    } else if (u->log_retry) {
+        /*
+         * Walked to and still not plain RAM in the TLB (a debugger's
+         * watchpoint on it): not written, rather than run again for ever.
+         */
+        u->log_retry = false;
+        env->ulpt_stats.log_full++;
+        return ULPT_LOG_FULL;
+    } else {
         /*
          * The slot's page is not in the TLB as writable RAM: walk to it
          * (R-LOG-3: its #PF is raised here, at this instruction), then run
@@ -120,6 +134,7 @@ UlptLogStage ulpt_log_stage(CPUX86State *env, uint64_t start, unsigned size,
             env->ulpt_stats.log_full++;
             return ULPT_LOG_FULL;       /* not RAM: never written (R-LOG-3) */
         }
+        u->log_retry = true;
         cpu_loop_exit_restore(env_cpu(env), ra);
     }
     info = ldq_le_p(host + 8);
