@@ -104,9 +104,10 @@ UlptLogStage ulpt_log_stage(CPUX86State *env, uint64_t start, unsigned size,
      * The slot through paging, not ULPT (R-LOG-3): a fault is the #PF of
      * this write, at this instruction, which then logs nothing.
      */
-    if (ulpt_in_view(u->view, va) || ulpt_in_view(u->view, va + ULPT_REC_SIZE - 1)) {
+    if (ulpt_in_view(u->view, va) ||
+        ulpt_in_view(u->view, va + ULPT_REC_SIZE - 1)) {
         env->ulpt_stats.log_full++;
-        return ULPT_LOG_FULL;           /* never a store to the table (R-LOG-3) */
+        return ULPT_LOG_FULL;   /* never a store to the table (R-LOG-3) */
     }
     host = slot_host(env, va, mmu_idx);
     if (host) {
