@@ -32,7 +32,7 @@ typedef struct UlptState {
     /* A wide access probed whole (ulpt-probe.c) and logged, not its parts. */
     uint64_t log_cover_start, log_cover_size;
     uint8_t log_cover_kind;
-    bool log_retry;     /* the instruction runs again after a walk to its slot */
+    bool log_retry;     /* run again after a walk to the slot */
     /*
      * The violation being delivered (set at the faulting access, used by
      * delivery).
