@@ -101,6 +101,7 @@ static uint8_t entry_kind(uint64_t page, uint64_t lines)
 static void lines_check(CPUTLBEntryFull *full)
 {
     uint32_t deny_r, deny_w;
+    uint64_t lines;
 
     if (full->ulpt_kind != ULPT_TLB_LINES) {
         /* An ordinary entry checks nothing; the view's stores stay checked. */
@@ -110,10 +111,9 @@ static void lines_check(CPUTLBEntryFull *full)
         full->check_pass[0] = full->check_pass[1] = 0;
         return;
     }
-    deny_r = ulpt_lines_denied(full->ulpt_lines |
-                               log_page_lines(full->ulpt_page), ULPT_KIND_R);
-    deny_w = ulpt_lines_denied(full->ulpt_lines |
-                               log_page_lines(full->ulpt_page), ULPT_KIND_W);
+    lines = full->ulpt_lines | log_page_lines(full->ulpt_page);
+    deny_r = ulpt_lines_denied(lines, ULPT_KIND_R);
+    deny_w = ulpt_lines_denied(lines, ULPT_KIND_W);
     full->prot &= ~(PAGE_READ_CHECK | PAGE_WRITE_CHECK);
     full->prot |= (deny_r ? PAGE_READ_CHECK : 0) |
                   (deny_w ? PAGE_WRITE_CHECK : 0);
@@ -162,6 +162,25 @@ static void install(CPUState *cs, int mmu_idx, vaddr addr, hwaddr paddr,
 }
 
 /*
+ * The whole access that [*acc, *acc + *size) at ra is a part of, when QEMU
+ * makes it in parts (patch 0002 records it): true, and *acc, *size are the
+ * whole access.
+ */
+static bool whole_access(CPUX86State *env, vaddr addr, uintptr_t ra,
+                         vaddr *acc, unsigned *size)
+{
+    CPUTLBCommon *split = &env_tlb(env)->c;
+
+    if (split->split_size && split->split_ra == ra &&
+        addr - split->split_addr < split->split_size) {
+        *acc = split->split_addr;
+        *size = split->split_size;
+        return true;
+    }
+    return false;
+}
+
+/*
  * A violation of the access [acc, acc + size) (as tlb_fill was asked about
  * it) at its first denied byte addr: deliver it (spec R-DEL-1) or escalate it
  * to #PF (R-ESC-1). Only a probe returns (false: "would fault").
@@ -188,10 +207,8 @@ static bool violation(CPUState *cs, vaddr addr, vaddr acc, unsigned size,
     if (kind == ULPT_KIND_X) {
         acc = addr;
         size = 0;                       /* fetches have no size (spec 6) */
-    } else if (split->split_size && split->split_ra == ra &&
-               addr - split->split_addr < split->split_size) {
-        acc = split->split_addr;
-        size = split->split_size;
+    } else {
+        whole_access(env, addr, ra, &acc, &size);
     }
     split->split_size = 0;
     env->ulpt.fault_addr = addr;
@@ -486,16 +503,12 @@ void ulpt_tlb_check(CPUState *cs, vaddr addr, int size, MMUAccessType type,
         return;
     }
     if (ulpt_log_wants(env, e.page, kind)) {
-        CPUTLBCommon *split = &env_tlb(env)->c;
-        uint64_t start = addr;
+        vaddr start = addr;
         unsigned whole = size;
 
-        /* R-LOG-2: the record is the whole access's. */
-        if (split->split_size && split->split_ra == ra &&
-            addr - split->split_addr < split->split_size) {
-            start = split->split_addr;
-            whole = split->split_size;
-            val = NULL;             /* this part's bytes only */
+        /* R-LOG-2: the record is the whole access's (val: this part's). */
+        if (whole_access(env, addr, ra, &start, &whole)) {
+            val = NULL;
         }
         if (ulpt_log_stage(env, start, whole, kind, reason, val, ra) ==
             ULPT_LOG_STAGED) {
