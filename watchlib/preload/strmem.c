@@ -25,7 +25,6 @@
 #include <unistd.h>
 #include "strmem.h"
 
-#define REAL(name, ret, ...) static ret (*real_##name)(__VA_ARGS__)
 REAL(memcpy, void *, void *, const void *, size_t);
 REAL(memmove, void *, void *, const void *, size_t);
 REAL(memset, void *, void *, int, size_t);
@@ -41,10 +40,8 @@ REAL(strrchr, char *, const char *, int);
 /* Called once the agent has started (agent_init). */
 void strmem_init(void)
 {
-#define GET(name) real_##name = (__typeof__(real_##name))dlsym(RTLD_NEXT, #name)
 	GET(memcpy); GET(memmove); GET(memset); GET(memcmp); GET(memchr); GET(strlen);
 	GET(strnlen); GET(strcmp); GET(strncmp); GET(strchr); GET(strrchr);
-#undef GET
 	wcsmem_init();
 }
 

@@ -21,6 +21,9 @@ void strmem_check(uintptr_t s, size_t n, unsigned access, const char *fn, uintpt
 
 /* By address: a buffer read() is to fill is not read here (GCC's access attributes). */
 #define check(p, ...) strmem_check((uintptr_t)(p), __VA_ARGS__)
+/* The real libc function name, found with GET(name) (dlsym RTLD_NEXT) at start. */
+#define REAL(name, ret, ...) static ret (*real_##name)(__VA_ARGS__)
+#define GET(name) real_##name = (__typeof__(real_##name))dlsym(RTLD_NEXT, #name)
 /* Only in the replacing function itself: the program's call site. */
 #define CALLER ((uintptr_t)__builtin_return_address(0))
 /* Runs the real function as the agent's own access (see strmem.c's top). */

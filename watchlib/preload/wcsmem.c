@@ -19,7 +19,6 @@
 
 #define W sizeof(wchar_t)
 
-#define REAL(name, ret, ...) static ret (*real_##name)(__VA_ARGS__)
 REAL(wmemset, wchar_t *, wchar_t *, wchar_t, size_t);
 REAL(wmemcmp, int, const wchar_t *, const wchar_t *, size_t);
 REAL(wmemchr, wchar_t *, const wchar_t *, wchar_t, size_t);
@@ -33,10 +32,8 @@ REAL(wcsrchr, wchar_t *, const wchar_t *, wchar_t);
 /* From strmem_init, once the agent has started. */
 void wcsmem_init(void)
 {
-#define GET(name) real_##name = (__typeof__(real_##name))dlsym(RTLD_NEXT, #name)
 	GET(wmemset); GET(wmemcmp); GET(wmemchr); GET(wcslen); GET(wcsnlen); GET(wcscmp);
 	GET(wcsncmp); GET(wcschr); GET(wcsrchr);
-#undef GET
 }
 
 /* wcsnlen and wcslen as the agent's accesses (as strmem.c's len_of). */
