@@ -433,8 +433,8 @@ void agent_init(void)
 			/* The main thread logs its accesses to watched blocks (4,096 records, drained
 			 * at 2,048); other threads' are faults, counted the same way. */
 			int lr = ulpt_log_start(12, 1u << 11, heap_log_records, NULL);
-			if (lr >= 0)
-				lr = ulpt_log_set_raw(heap_log_raw, NULL);
+			if (lr >= 0 && (lr = ulpt_log_set_raw(heap_log_raw, NULL)) < 0)
+				ulpt_log_stop();
 			if (lr < 0) {
 				char msg[128];
 				snprintf(msg, sizeof(msg), "no access log (%s): each access is a fault",

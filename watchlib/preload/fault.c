@@ -190,8 +190,10 @@ static void heap_counts_add(const struct heap_counts *c, uint64_t faults, uint64
 		__atomic_add_fetch(&ag.heap_writes, c->writes, __ATOMIC_RELAXED);
 	if (c->reads)
 		__atomic_add_fetch(&ag.heap_reads, (uint64_t)c->reads, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&ag.faults, faults, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&ag.handler_ns, ns, __ATOMIC_RELAXED);
+	if (faults) {
+		__atomic_add_fetch(&ag.faults, faults, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&ag.handler_ns, ns, __ATOMIC_RELAXED);
+	}
 }
 
 /* An access [s, e) to a line --heap watches, from a fault or a log record: a hit on a live
