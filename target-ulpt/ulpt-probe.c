@@ -17,7 +17,7 @@ void ulpt_probe_range(CPUX86State *env, vaddr addr, unsigned size,
     CPUTLBCommon *split = &env_tlb(env)->c;
     int mmu_idx = cpu_mmu_index(env, false);
     vaddr start = addr;
-    unsigned whole = size;
+    unsigned whole = size, staged = env->ulpt.log_staged;
 
     /* A violation in any page reports the whole access (see violation()). */
     split->split_addr = addr;
@@ -31,8 +31,13 @@ void ulpt_probe_range(CPUX86State *env, vaddr addr, unsigned size,
         size -= n;
     }
     split->split_size = 0;
-    if (env->ulpt.log_base) {
-        /* Logged, the access has its record: its parts add none (R-LOG-2). */
+    if (env->ulpt.log_staged > staged) {
+        /*
+         * Logged, the access has its record: its parts add none (R-LOG-2).
+         * Only then: the cover lasts until the record is published or
+         * forgotten, so one left by an access that logged nothing would
+         * swallow a later instruction's record in its range.
+         */
         ulpt_log_cover(env, start, whole,
                        type == MMU_DATA_STORE ? ULPT_KIND_W : ULPT_KIND_R);
     }

@@ -181,6 +181,35 @@ static bool whole_access(CPUX86State *env, vaddr addr, uintptr_t ra,
 }
 
 /*
+ * R-ACC-3 for an access that spans pages: paging is checked on all its pages
+ * before ULPT is consulted, so a page not yet present (or read-only for a
+ * write) raises its #PF first. Otherwise the handler's PERMIT would be spent
+ * on an instruction that then takes the #PF, and the access would be
+ * delivered twice. A non-faulting probe tells "paging refuses" (no ULPT fill)
+ * from "ULPT refuses" (a fill that found the walk's translation).
+ */
+static void paging_first(CPUX86State *env, vaddr addr, vaddr acc,
+                         unsigned size, unsigned kind, uintptr_t ra)
+{
+    MMUAccessType type = kind == ULPT_KIND_W ? MMU_DATA_STORE : MMU_DATA_LOAD;
+    int mmu_idx = cpu_mmu_index(env, false);
+    vaddr page, last = (acc + (size ? size : 1) - 1) & TARGET_PAGE_MASK;
+    void *host;
+
+    for (page = acc & TARGET_PAGE_MASK; page <= last;
+         page += TARGET_PAGE_SIZE) {
+        if (page == (addr & TARGET_PAGE_MASK)) {
+            continue;                   /* its walk brought us here */
+        }
+        env->ulpt.paging_ok = false;
+        if ((probe_access_flags(env, page, type, mmu_idx, true, &host, ra) &
+             TLB_INVALID_MASK) && !env->ulpt.paging_ok) {
+            probe_access(env, page, 0, type, mmu_idx, ra);  /* the #PF */
+        }
+    }
+}
+
+/*
  * A violation of the access [acc, acc + size) (as tlb_fill was asked about
  * it) at its first denied byte addr: deliver it (spec R-DEL-1) or escalate it
  * to #PF (R-ESC-1). Only a probe returns (false: "would fault").
@@ -211,6 +240,10 @@ static bool violation(CPUState *cs, vaddr addr, vaddr acc, unsigned size,
         whole_access(env, addr, ra, &acc, &size);
     }
     split->split_size = 0;
+    if (kind != ULPT_KIND_X && size > 1 &&
+        (acc & TARGET_PAGE_MASK) != ((acc + size - 1) & TARGET_PAGE_MASK)) {
+        paging_first(env, addr, acc, size, kind, ra);
+    }
     env->ulpt.fault_addr = addr;
     env->ulpt.fault_start = acc;
     env->ulpt.fault_info = ulpt_info(kind, permitted, reason, size);
@@ -529,6 +562,8 @@ bool ulpt_tlb_fill(CPUState *cs, vaddr addr, int size, MMUAccessType type,
     int lg = ctz64(page_size);
     bool malformed;
     UlptEntry e;
+
+    env->ulpt.paging_ok = true;     /* the walk allowed it (paging_first) */
 
     if (ulpt_in_view(env->ulpt.view, addr)) {
         /*

@@ -969,6 +969,27 @@ static void acc3_paging_first(void)
     bm_ok(r == 14 && last_trap.error == PF_U, "R-ACC-3: not-present page faults without the ULPT bit");
     *pte_of(tp[6]) |= 3;
     invlpg(tp[6]);
+    /* An access that spans pages: a paging fault on its second page comes before the
+     * ULPT violation on its first (else a handler's PERMIT is spent on an instruction that
+     * then takes the #PF, and the access is delivered twice). */
+    ulpt_kset(va(tp[5]), 0, ULPT_LINE_NW(31) | ULPT_LINE_NR(31));
+    *pte_of(tp[6]) &= ~1ull;
+    invlpg(tp[6]);
+    r = run_user_default(u_write8, tp[6] - 4);
+    bm_ok(r == 14 && last_trap.error == (PF_W | PF_U) && last_trap.cr2 == va(tp[6]),
+          "R-ACC-3: a store spanning into a not-present page: its #PF first, not the ULPT violation of its first page (err %lx cr2 %lx)",
+          last_trap.error, last_trap.cr2);
+    r = run_user_default(u_read8, tp[6] - 4);
+    bm_ok(r == 14 && last_trap.error == PF_U && last_trap.cr2 == va(tp[6]),
+          "R-ACC-3: a load spanning into a not-present page: its #PF first (err %lx cr2 %lx)",
+          last_trap.error, last_trap.cr2);
+    *pte_of(tp[6]) |= 3;
+    invlpg(tp[6]);
+    r = run_user_default(u_write8, tp[6] - 4);
+    bm_ok(r == 14 && (last_trap.error & ULPT_PF_ERROR_BIT) && last_trap.cr2 == va(tp[6]) - 4,
+          "R-ACC-3: once the page is present, the ULPT violation (err %lx cr2 %lx)",
+          last_trap.error, last_trap.cr2);
+    ulpt_kset(va(tp[5]), 0, 0);
     {   /* Protection keys come first too: key 1 write-disabled, ULPT NW as well. */
         uint64_t cr4;
         asm volatile("mov %%cr4, %0" : "=r"(cr4));
@@ -1865,6 +1886,21 @@ static void log2_once(void)
                                                     (uint64_t)u_stos_insn) &&
           rec(119)[ULPT_REC_START] == va(tp[5]) + 219,
           "R-LOG-2: rep stosb of 120 bytes over logged lines: 120 records, one per iteration (%u)", log_count());
+    /* A wide store that logs nothing (its line open; another line of the page denied, so
+     * QEMU checks it whole) leaves nothing behind: a later store in its bytes, once its
+     * line is denied, has its record. (A calloc's memset, then the program's first store.) */
+    enable_fpu();
+    log_setup(4, 0);
+    ulpt_kset(va(tp[6]), ULPT_LOG, ULPT_LINE_NW(5));
+    uint64_t r1 = run_user_default(u_movdqu_st, tp[6] + 256);
+    int n1 = log_count();
+    ulpt_kset(va(tp[6]), ULPT_LOG, ULPT_LINE_NW(5) | ULPT_LINE_NW(2));
+    r = run_user_default(u_write8, tp[6] + 264);
+    bm_ok(r1 == 0x80 && n1 == 0 && r == 0x80 && log_count() == 1 &&
+          rec_is(0, va(tp[6]) + 264, ULPT_KIND_W, ULPT_REASON_LINE, 8, (uint64_t)u_write8_insn),
+          "R-LOG-2: a wide store that logs nothing leaves no cover: the next store in its bytes is logged (%lx %d, %u, " REC_FMT ")",
+          r1, n1, log_count(), REC_ARGS(0));
+    ulpt_kset(va(tp[6]), 0, 0);
 }
 
 /* R-LOG-3: a fault on the log's memory is the #PF of that write, at the instruction, which
@@ -2093,7 +2129,7 @@ static const struct test_case ulpt_tests[] = {
     { "R-ACC-1:inline-straddle", acc1_inline_straddle, 2 },
     { "R-ACC-1:fast-path-code", acc1_fast_path_code, 3 },
     { "R-ACC-2", acc2_cpl0, 1 },
-    { "R-ACC-3", acc3_paging_first, 3 },
+    { "R-ACC-3", acc3_paging_first, 6 },
     { "R-ACC-4", acc4_rep, 1 },
     { "R-DEL-1:frame", del1_frame, 7 },
     { "R-DEL-1:whole-access", del1_whole_access, 7 },
@@ -2123,7 +2159,7 @@ static const struct test_case ulpt_tests[] = {
     { "R-RET-4:tf", ret4_tf, 3 },
     { "R-RET-4:frame-fault", ret4_frame_fault, 2 },
     { "R-LOG-1", log1_logged, 6 },
-    { "R-LOG-2", log2_once, 5 },
+    { "R-LOG-2", log2_once, 6 },
     { "R-LOG-3", log3_fault, 3 },
     { "R-LOG-4", log4_full, 4 },
     { "R-LOG-5", log5_event, 4 },
