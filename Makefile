@@ -117,7 +117,7 @@ $(B)/examples/%: examples/demo/%.c
 $(B)/bench/%: bench/%.c bench/raw-stub.h libulpt/include/ulpt.h $(LB)/libulpt.so
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -Wall -Wextra -Werror -Ilibulpt/include -Iinclude -o $@ $< -L$(LB) -lulpt -lpthread '-Wl,-rpath,$$ORIGIN/../libulpt'
-LIBULPT := $(patsubst bench/%.c,$(B)/bench/%,$(filter-out bench/lsan-init.c,$(wildcard bench/*.c))) $(B)/bench/lsan-init.so $(LB)/libulpt.a $(LB)/libulpt.so $(patsubst libulpt/test/%.c,$(LB)/test/%,$(wildcard libulpt/test/*.c)) \
+LIBULPT := $(patsubst bench/%.c,$(B)/bench/%,$(filter-out bench/lsan-init.c bench/fixed-clock.c,$(wildcard bench/*.c))) $(B)/bench/lsan-init.so $(B)/bench/fixed-clock.so $(LB)/libulpt.a $(LB)/libulpt.so $(patsubst libulpt/test/%.c,$(LB)/test/%,$(wildcard libulpt/test/*.c)) \
 	$(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
 libulpt: $(LIBULPT)
 
@@ -197,8 +197,9 @@ $(B)/bench/watch-%: bench/watch-%.c $(WB)/libwatch.a $(LB)/libulpt.a
 $(B)/bench/heap-%: bench/heap-%.c
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -Wall -Wextra -Werror -o $@ $<
-# Preloaded after liblsan by the bench's LeakSanitizer runs (no libulpt).
-$(B)/bench/lsan-init.so: bench/lsan-init.c
+# Preloaded after liblsan by the bench's LeakSanitizer runs (no libulpt); fixed-clock.so under
+# lua5.4 in the bench's phase 3 (see there).
+$(B)/bench/lsan-init.so $(B)/bench/fixed-clock.so: $(B)/bench/%.so: bench/%.c
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -Wall -Wextra -Werror -shared -fPIC -o $@ $<
 

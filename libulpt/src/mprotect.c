@@ -44,6 +44,8 @@ static int installed;           /* the handlers above are in place */
 #define MAX_STEP 4
 static __thread uintptr_t step_page[MAX_STEP] __attribute__((tls_model("initial-exec")));
 static __thread int step_n __attribute__((tls_model("initial-exec")));
+/* The kinds let through for that instruction so far. */
+static __thread unsigned step_kinds __attribute__((tls_model("initial-exec")));
 static __thread int in_handler __attribute__((tls_model("initial-exec")));
 /* ULPT_PERMIT_STEP: the record for the after-call of that instruction. */
 static __thread struct ulpt_fault step_fault __attribute__((tls_model("initial-exec")));
@@ -406,6 +408,7 @@ static void chain(const struct sigaction *old, int sig, siginfo_t *si, void *ucv
 /* Closes the pages opened for this thread's step with their current rights. */
 static void close_pages(void)
 {
+	step_kinds = 0;
 	while (step_n) {
 		uintptr_t page = step_page[--step_n];
 		mprotect((void *)page, ULPT_PAGE_SIZE, prot_for(rights_of(page)));
@@ -496,6 +499,30 @@ static void ool_cancel(ucontext_t *uc)
 	uc->uc_sigmask = step_mask;
 }
 
+/* Whether the instruction at ip is a string instruction with REP (F2 or F3): legacy prefixes
+ * and REX, then MOVS, CMPS, STOS, LODS, SCAS, INS or OUTS. */
+static int rep_string(uintptr_t ip)
+{
+	const uint8_t *c = (const uint8_t *)ip;
+	int rep = 0;
+
+	for (int i = 0; i < 15; i++, c++) {
+		switch (*c) {
+		case 0xf2: case 0xf3:
+			rep = 1;
+			/* fall through */
+		case 0x66: case 0x67: case 0xf0: case 0x2e: case 0x36: case 0x3e: case 0x26:
+		case 0x64: case 0x65:
+			continue;
+		}
+		if ((*c & 0xf0) == 0x40)
+			continue;               /* REX */
+		return rep && ((*c >= 0xa4 && *c <= 0xa7) || (*c >= 0xaa && *c <= 0xaf) ||
+			       (*c >= 0x6c && *c <= 0x6f));
+	}
+	return 0;
+}
+
 static void on_segv(int sig, siginfo_t *si, void *ucv)
 {
 	ucontext_t *uc = ucv;
@@ -545,6 +572,11 @@ static void on_segv(int sig, siginfo_t *si, void *ucv)
 	}
 	if (logged || !(deny & kind)) {
 		act = ULPT_PERMIT;                  /* logged, or allowed by its rights */
+	} else if (step_n && (step_kinds & kind) && !rep_string(ip)) {
+		/* Another page of the instruction, of a kind already let through (R-RET-2: an
+		 * access is delivered whole, once; a REP string instruction's next element is a
+		 * new access). */
+		act = ULPT_PERMIT;
 	} else if (in_handler || !handler) {
 		ulpt_default_segv_();               /* a fault inside the handler, or no handler */
 		return;
@@ -572,6 +604,15 @@ static void on_segv(int sig, siginfo_t *si, void *ucv)
 	}
 	if (act == ULPT_PERMIT) {
 		uintptr_t page = addr & ~(uintptr_t)(ULPT_PAGE_SIZE - 1);
+
+		step_kinds |= kind;
+		if (step_n == MAX_STEP && rep_string(ip)) {
+			/* A REP string instruction goes on page after page (a memcpy of 20 KiB): the
+			 * oldest page it opened is behind it; closed again, it makes room. */
+			mprotect((void *)step_page[0], ULPT_PAGE_SIZE, prot_for(rights_of(step_page[0])));
+			memmove(step_page, step_page + 1, sizeof(step_page[0]) * (MAX_STEP - 1));
+			step_n--;
+		}
 		if (step_n == MAX_STEP) {
 			ulpt_default_segv_();
 			return;

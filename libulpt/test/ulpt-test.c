@@ -335,6 +335,29 @@ static int t_range(void)
 	return 0;
 }
 
+/* A store across two denied pages is one access: one call, on both backends (R-RET-2). A
+ * REP MOVSB over 8 denied pages completes (on mprotect it opens more pages than any other
+ * instruction), with a call per element on ULPT and at least one per page on mprotect. */
+static int t_cross_rep(void)
+{
+	volatile char *p = pages(10);
+	static char src[8 * 4096];
+	void *d = (void *)(p + 4096 + 10), *sp = src;
+	size_t n = 8 * 4096 - 20;
+
+	CHECK(setup(ULPT_PERMIT) == 0 && ulpt_protect((void *)p, 10 * 4096, ULPT_DENY_W) == 0, "setup");
+	*(volatile uint64_t *)(p + 4096 - 4) = 0x0102030405060708ull;
+	CHECK(h_count == 1 && *(volatile uint64_t *)(p + 4096 - 4) == 0x0102030405060708ull,
+	      "a store across two denied pages: one call (%d)", h_count);
+	memset(src, 7, sizeof(src));
+	h_count = 0;
+	asm volatile("rep movsb" : "+D"(d), "+S"(sp), "+c"(n) : : "memory");
+	CHECK(n == 0 && p[4096 + 10] == 7 && p[9 * 4096 - 11] == 7, "rep movsb over 8 pages completes");
+	CHECK(backend == ULPT_BACKEND_ULPT ? h_count == 8 * 4096 - 20 : h_count >= 8,
+	      "one call per element (ULPT) or per page at least (mprotect): %d", h_count);
+	return 0;
+}
+
 /* A handler that uses SSE/AVX: memcpy of 4 KiB and printf of a double. */
 static char big_src[4096], big_dst[4096];
 static enum ulpt_action vector_handler(struct ulpt_fault *f, void *arg)
@@ -1543,6 +1566,7 @@ static int t_env_override(void)
 	X(skip, "ULPT_SKIP continues at next_ip") \
 	X(default, "ULPT_DEFAULT gives the default SIGSEGV") \
 	X(range, "a range across pages") \
+	X(cross_rep, "a store across two denied pages: one call; rep movsb over 8 denied pages completes") \
 	X(vector_state, "a handler using SSE (memcpy, printf) leaves xmm0-15 intact") \
 	X(vector_avx, "AVX: ymm0-15 intact, MXCSR the program's after and the default in the handler") \
 	X(vector_x87, "x87: seven values on the stack survive; the handler starts with an empty stack") \

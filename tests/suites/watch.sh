@@ -9,6 +9,8 @@
 #              libc's and libstdc++'s own (stdout's buffer, the exception pool); reads and
 #              writes at least the program's own and at most 400 more (libc's clearing and
 #              copying inside calloc and realloc, printf's stores into stdout's buffer)
+#   deliveries --heap=w with --delivery=log and =fault: the same exact counts (calloc, a
+#              realloc past the log's threshold, stores across into an untouched page)
 #   heapbugs   --check: one report per bug, with kind, access, address, size, block, the bad
 #              access's line in main's frame, main in the allocation (and free) backtraces
 #   strbugs    --check: each checked libc function (memcpy ... strndup) one byte outside its
@@ -101,6 +103,8 @@ r nopie -w $addr:4/rw -- '$nopie'
 hm=rw; [ "\$2" = guest ] || hm=w
 r heap --heap=\$hm -- '$progs/heap'
 r heapxx --heap=\$hm -- '$progs/heapxx'
+r deliveries-log --heap=w --delivery=log -- '$progs/deliveries'
+r deliveries-fault --heap=w --delivery=fault -- '$progs/deliveries'
 for b in overflow-write underflow-read underflow-far-read use-after-free double-free free-middle free-stack memcpy-overflow; do
   r check-\$b --check -- '$progs/heapbugs' \$b
 done

@@ -450,9 +450,15 @@ static void child_environment(struct options *opt, const char *agent, const char
 	opt->set.result_pid = xasprintf("%d", (int)getpid());      /* the program's, after exec */
 	opt->set.watches = specs;
 	opt->set.names = opt->set.verbose ? names : "";
+	/* Padded with empty items (':') to a multiple of 4 KiB: the program's stack starts below
+	 * its environment, and some programs hash stack addresses (lua seeds its strings' hash
+	 * with one), so the settings' length must not move it: runs with different options (a
+	 * --json path, --delivery) then make the same accesses. */
 	n = wl_options_format(&opt->set, NULL, 0);
-	val = xcalloc(n + 1, 1);
+	size_t padded = (n + 4096) & ~(size_t)4095;
+	val = xcalloc(padded, 1);
 	wl_options_format(&opt->set, val, n + 1);
+	memset(val + n, ':', padded - 1 - n);
 	setenv(WL_OPTIONS_ENV, val, 1);
 	unsetenv("ULPT_BACKEND");
 }

@@ -268,12 +268,15 @@ const char *agent_watch_name(int id)
 	return NULL;
 }
 
-/* The agent stays out of programs this one execs, unless asked. */
+/* The agent stays out of programs this one execs, unless asked; and its settings leave the
+ * environment, which the program then sees as it would without the tool but for LD_PRELOAD
+ * (perl and python copy it into hashes: a different value changes their accesses). */
 static void drop_from_preload(void)
 {
 	extern char **environ;
 	Dl_info self;
 
+	unsetenv(WL_OPTIONS_ENV);
 	if (!dladdr((void *)agent_init, &self) || !self.dli_fname)
 		return;
 	for (char **e = environ; e && *e; e++) {
@@ -429,19 +432,22 @@ void agent_init(void)
 		stack_init(opts.malloc_context_size);
 		if (ag.heap != HEAP_OFF && heap_init() < 0)
 			_exit(2);           /* said why: no check rather than a silent one */
-		if (ag.heap == HEAP_WATCH && opts.delivery == 0) {
+		if (ag.heap == HEAP_WATCH) {
 			/* The main thread logs its accesses to watched blocks (4,096 records, drained
-			 * at 2,048); other threads' are faults, counted the same way. */
+			 * at 2,048); other threads' are faults, counted the same way. With
+			 * --delivery=fault the log is set up too but no page is logged: the program
+			 * gets the same address space either way (perl and lua hash addresses), so
+			 * that the two deliveries' counts can be compared. */
 			int lr = ulpt_log_start(12, 1u << 11, heap_log_records, NULL);
 			if (lr >= 0 && (lr = ulpt_log_set_raw(heap_log_raw, NULL)) < 0)
 				ulpt_log_stop();
-			if (lr < 0) {
+			if (lr < 0 && opts.delivery == 0) {
 				char msg[128];
 				snprintf(msg, sizeof(msg), "no access log (%s): each access is a fault",
 					 strerror(-lr));
 				say(msg);
 			}
-			ag.heap_log = lr >= 0;
+			ag.heap_log = lr >= 0 && opts.delivery == 0;
 		}
 		if (ag.heap == HEAP_CHECK)
 			signals_init();

@@ -156,9 +156,10 @@ size_t heap_log_raw(struct ulpt_log_ring *r, void *arg) WL_HIDDEN;
 /* Before a block's state changes (free, realloc): the log's records, counted against the
  * blocks as they were when the accesses were made. */
 void heap_log_sync(void) WL_HIDDEN;
-/* After the agent's own accesses to watched blocks: their records dropped, as their faults
- * are not counted. */
-void heap_log_discard(void) WL_HIDDEN;
+/* Around the agent's own accesses to watched blocks (begin 1, then 0): the program's records
+ * before them are counted, theirs are dropped (the log's threshold events included), as their
+ * faults are not counted. */
+void heap_log_own(int begin) WL_HIDDEN;
 /* signals.c: the agent's stand-in for the fatal signals' SIG_DFL (--check). */
 void signals_init(void) WL_HIDDEN;
 /* strmem.c: the checked memory and string functions. */

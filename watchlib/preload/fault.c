@@ -307,10 +307,14 @@ void heap_log_sync(void)
 		ulpt_log_drain();
 }
 
-void heap_log_discard(void)
+void heap_log_own(int begin)
 {
-	if (ag.heap_log) {
-		log_discard = 1;
+	if (!ag.heap_log)
+		return;
+	if (begin) {
+		ulpt_log_drain();   /* the program's records so far are counted */
+		log_discard = 1;    /* a threshold event in the agent's copy drains its own records */
+	} else {
 		ulpt_log_drain();
 		log_discard = 0;
 	}

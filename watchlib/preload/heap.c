@@ -828,9 +828,9 @@ void *realloc(void *p, size_t n)
 	if (!q)
 		return NULL;
 	in_agent++;                 /* the copy is the agent's access, not the program's */
-	heap_log_sync();
+	heap_log_own(1);
 	memcpy(q, p, ag.blocks[id].size < n ? ag.blocks[id].size : n);
-	heap_log_discard();
+	heap_log_own(0);
 	in_agent--;
 	/* A signal handler's realloc while its thread is in the agent (holding the heap lock)
 	 * frees the old block as its free does: deferred, without the lock. */

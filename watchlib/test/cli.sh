@@ -209,13 +209,15 @@ want="r,$(addr "$P" counter),16,rw;a,0x7f0000001000,64,r;r,$(addr "$P" zerosize)
 check "several watches in order, hex LEN, modes" [ "$(optval watches)" = "$want" ]
 run -v -w counter:0x10/rw -w zerosize:2 -- "$P"
 check "-v: the names option has the specs as typed, one per line, ':' escaped" \
-	eval 'grep -qF "names=counter\:0x10/rw" "$T/env" && grep -qx "zerosize.:2" "$T/env"'
+	eval 'grep -qF "names=counter\:0x10/rw" "$T/env" && grep -qx "zerosize.:2:*" "$T/env"'
 run -w hidden -- "$P"
 check "two statics named hidden: runs, one warning naming the count" \
 	eval '[ "$rc" -eq 3 ] && [ "$(grep -c "warning: 2 symbols named '\''hidden'\''" "$T/err")" -eq 1 ]'
 run -- "$P"
 check "no watches: only the result file and the pid that writes it are set, ULPT_BACKEND unset" \
-	eval '[ "$(optval watches)" = "<unset>" ] && [ "$(optval heap)" = "<unset>" ] && [ "$(optval check)" = "<unset>" ] && [ "$(envval ULPT_BACKEND)" = "<unset>" ] && [ "$(envval ULPT_WATCH_OPTIONS | tr ":" "\n" | grep -Evc "^result(_pid)?=")" = 0 ]'
+	eval '[ "$(optval watches)" = "<unset>" ] && [ "$(optval heap)" = "<unset>" ] && [ "$(optval check)" = "<unset>" ] && [ "$(envval ULPT_BACKEND)" = "<unset>" ] && [ "$(envval ULPT_WATCH_OPTIONS | tr ":" "\n" | grep -Evc "^(result(_pid)?=.*)?$")" = 0 ]'
+check "the settings are padded with empty items to a multiple of 4 KiB (the program's stack does not move with them)" \
+	eval '[ $(( $(envval ULPT_WATCH_OPTIONS | tr -d "\n" | wc -c) % 4096 )) = 4095 ] && envval ULPT_WATCH_OPTIONS | grep -q "::::\$"'
 check "LD_PRELOAD is the agent" [ "$(envval LD_PRELOAD)" = "$(realpath "$T/fake.so")" ]
 LD_PRELOAD=libm.so.6 run -- "$P"
 check "LD_PRELOAD: the agent goes before the existing list" [ "$(envval LD_PRELOAD)" = "$(realpath "$T/fake.so"):libm.so.6" ]
