@@ -188,7 +188,11 @@ bare bare-context-bad check=1:malloc_context_size=256 '$progs/exit3'
 if [ "\$2" = guest ]; then
   r padding-precise-read --check --precise -- '$progs/padding' read
   r padding-precise-write --check --precise -- '$progs/padding' write
+  r padding-precise-read-fault --check --precise --delivery=fault -- '$progs/padding' read
+  r padding-precise-write-fault --check --precise --delivery=fault -- '$progs/padding' write
   r check-underflow-read-precise --check --precise -- '$progs/heapbugs' underflow-read
+  r check-underflow-read-precise-fault --check --precise --delivery=fault -- '$progs/heapbugs' underflow-read
+  r check-uaf-precise --check --precise -- '$progs/heapbugs' use-after-free
   r clean-precise --check --precise -- '$progs/clean'
   r strbugs-clean-precise --check --precise -- '$progs/strbugs' clean
   r wcsbugs-clean-precise --check --precise -- '$progs/wcsbugs' clean

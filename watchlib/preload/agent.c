@@ -40,7 +40,16 @@ static pid_t ended;             /* the process that ran agent_finish */
 
 static void forget_tid(void)
 {
+	pid_t was = tid_cache;     /* the forking thread's (at_fork_prepare asked for it) */
+
 	tid_cache = 0;
+	/* The log stays with the thread that forked (docs/linux-api.md), the child's only one. */
+	if (ag.heap_log) {
+		if (was == ag.log_tid)
+			ag.log_tid = agent_tid();
+		else
+			ag.heap_log = 0;    /* its logged pages are faults in the child */
+	}
 	self_pid = getpid();
 	ag.errors = 0;              /* the child's own verdict (error_exitcode) */
 	if (strstr(opts.log_file, "%p")) {
@@ -432,15 +441,18 @@ void agent_init(void)
 		stack_init(opts.malloc_context_size);
 		if (ag.heap != HEAP_OFF && heap_init() < 0)
 			_exit(2);           /* said why: no check rather than a silent one */
-		if (ag.heap == HEAP_WATCH) {
+		if (ag.heap == HEAP_WATCH || (ag.heap == HEAP_CHECK && ag.precise)) {
 			/* The main thread logs its accesses to watched blocks (4,096 records, drained
 			 * at 2,048); other threads' are faults, counted the same way. With
 			 * --delivery=fault the log is set up too but no page is logged: the program
 			 * gets the same address space either way (perl and lua hash addresses), so
-			 * that the two deliveries' counts can be compared. */
+			 * that the two deliveries' counts can be compared. --check --precise decides
+			 * its partial lines' accesses from the log too (fault.c). */
 			int lr = ulpt_log_start(12, 1u << 11, heap_log_records, NULL);
-			if (lr >= 0 && (lr = ulpt_log_set_raw(heap_log_raw, NULL)) < 0)
+			if (lr >= 0 && (lr = ulpt_log_set_raw(ag.heap == HEAP_WATCH ? heap_log_raw :
+							      heap_check_log_raw, NULL)) < 0)
 				ulpt_log_stop();
+			ag.log_tid = agent_tid();
 			if (lr < 0 && opts.delivery == 0) {
 				char msg[128];
 				snprintf(msg, sizeof(msg), "no access log (%s): each access is a fault",
@@ -552,6 +564,7 @@ int agent_finish(void)
 	ended = me;
 	if (ag.heap != HEAP_OFF)
 		heap_flush_deferred();
+	heap_log_sync();            /* the log's last records (--precise: its errors, first) */
 	if (ag.heap == HEAP_CHECK) {
 		heap_check_canaries();
 		leak_check();

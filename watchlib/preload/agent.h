@@ -59,7 +59,8 @@ struct blk {
 struct agent {
 	enum heap_mode heap;
 	unsigned heap_kinds;        /* WL_READ | WL_WRITE denied on heap blocks (--heap) */
-	int heap_log;               /* --heap's accesses go to the main thread's access log */
+	int heap_log;               /* --heap's (--precise's) accesses go to an access log */
+	pid_t log_tid;              /* the thread that has it (the main thread) */
 	unsigned align;             /* 0: auto (the size's own alignment, 8 to 16) */
 	int redzone_exact;          /* --redzone=exact: no red-zone line where the slack serves */
 	int precise;                /* --precise: lines holding bytes outside a block are denied */
@@ -153,8 +154,12 @@ enum ulpt_action agent_fault(struct ulpt_fault *f, void *arg) WL_HIDDEN;
 /* --heap with the access log: the records since the last drain, counted as faults are. */
 void heap_log_records(const struct ulpt_log_rec *r, size_t n, void *arg) WL_HIDDEN;
 size_t heap_log_raw(struct ulpt_log_ring *r, void *arg) WL_HIDDEN;
-/* Before a block's state changes (free, realloc): the log's records, counted against the
- * blocks as they were when the accesses were made. */
+/* --check --precise's: the errors in the log's records, reported at the next heap_log_sync. */
+size_t heap_check_log_raw(struct ulpt_log_ring *r, void *arg) WL_HIDDEN;
+extern uint64_t async_unsure WL_HIDDEN;
+/* Before a block's state changes (malloc with --check, free, realloc), at fork and at exit:
+ * the log's records, counted against the blocks as they were when the accesses were made, and
+ * --check --precise's errors found there reported. */
 void heap_log_sync(void) WL_HIDDEN;
 /* Around the agent's own accesses to watched blocks (begin 1, then 0): the program's records
  * before them are counted, theirs are dropped (the log's threshold events included), as their

@@ -301,10 +301,87 @@ size_t heap_log_raw(struct ulpt_log_ring *r, void *arg)
 	return (size_t)(head - first);
 }
 
+/*
+ * --check --precise with the log (the default delivery): every denied access to an arena page
+ * is logged, the partial lines' accesses inside their blocks included, and decided at the
+ * drain, as ARM MTE's asynchronous mode decides its tag faults. An error found there waits in
+ * async_errs until the program is next in the agent's allocator or exits (a drain may run in
+ * a log event's handler, where the agent must not report), and is reported with the access's
+ * RIP as its first frame and, below it, the stack of that later call.
+ * Only the main thread logs, and only its own drains see its records: a free by another
+ * thread since the last drain may have freed a block that was live at the access, so a
+ * use-after-free found then is not reported (counted in async_unsure).
+ */
+#define ASYNC_MAX 64
+static struct err async_errs[ASYNC_MAX];
+static unsigned async_n;
+static uint64_t other_frees, other_frees_seen;
+uint64_t async_unsure;
+
+size_t heap_check_log_raw(struct ulpt_log_ring *r, void *arg)
+{
+	struct ulpt_log_slot *slots = r->slots;
+	uint64_t mask = r->mask, head = r->head, first = head;
+	uint64_t others = __atomic_load_n(&other_frees, __ATOMIC_ACQUIRE);
+	uintptr_t lo = 1, hi = 0;
+
+	(void)arg;
+	for (;; head++) {
+		struct ulpt_log_slot *sl = &slots[head & mask];
+		uint64_t info = __atomic_load_n(&sl->info, __ATOMIC_ACQUIRE);
+		uintptr_t s = sl->start, ip = sl->ip;
+		unsigned size = (unsigned)(info >> 16) & 0xffff, kind = info & 7;
+		uint32_t bid = 0;
+		enum err_kind k;
+
+		if (!(info & ULPT_LOG_V_))
+			break;
+		__atomic_store_n(&sl->info, 0, __ATOMIC_RELEASE);
+		size += !size;
+		if (log_discard || (s >= lo && s + size <= hi))
+			continue;           /* the agent's own, or inside the last block found */
+		k = heap_classify(s, s + size, ip, kind == ULPT_DENY_R, &bid);
+		if (!k) {
+			const struct blk *b = blk_of(s);
+			if (inside(b, s, s + size))
+				lo = b->user, hi = b->user + b->size;
+			continue;
+		}
+		if (k == ERR_UAF && others != other_frees_seen) {
+			async_unsure++;
+			continue;
+		}
+		if (async_n < ASYNC_MAX)
+			async_errs[async_n++] = (struct err){
+				.kind = k, .access = kind == ULPT_DENY_W ? WL_WRITE : WL_READ,
+				.addr = heap_bad_byte(k, bid, s), .size = size, .ip = ip,
+				.tid = ag.log_tid, .block = bid, .found = "log",
+			};
+	}
+	__atomic_store_n(&r->head, head, __ATOMIC_RELAXED);
+	other_frees_seen = others;
+	if (head != first)
+		__atomic_add_fetch(&ag.faults, head - first, __ATOMIC_RELAXED);
+	return (size_t)(head - first);
+}
+
 void heap_log_sync(void)
 {
-	if (ag.heap_log)
-		ulpt_log_drain();
+	if (!ag.heap_log)
+		return;
+	if (agent_tid() != ag.log_tid) {
+		__atomic_add_fetch(&other_frees, 1, __ATOMIC_RELEASE);
+		return;                 /* only the main thread drains its log */
+	}
+	ulpt_log_drain();
+	/* Here the program called the agent: the errors the log held are reported. */
+	for (unsigned i = 0; i < async_n; i++) {
+		struct err e = async_errs[i];
+		in_agent++;
+		report_error(&e);
+		in_agent--;
+	}
+	async_n = 0;
 }
 
 void heap_log_own(int begin)

@@ -514,6 +514,8 @@ static void *heap_alloc(size_t size, size_t align, int zero, enum alloc_how how)
 	if (h.page_units)
 		lines = (lines + 31 + 32) & ~31u;
 
+	if (ag.heap == HEAP_CHECK)
+		heap_log_sync();    /* --precise: its records, before a quarantined slot is reused */
 	in_agent++;
 	heap_lock();
 	/* mprotect: each block costs up to two mappings; stop before the kernel's limit, leaving

@@ -256,8 +256,9 @@ int wl_options_check(const struct wl_options *o, const char *prefix, char *err, 
 		snprintf(err, errlen, "choose one of %sheap and %scheck", prefix, prefix);
 		return -1;
 	}
-	if ((o->given & 1u << WL_OPT_delivery) && !o->heap) {
-		snprintf(err, errlen, "%sdelivery works only with %sheap", prefix, prefix);
+	if ((o->given & 1u << WL_OPT_delivery) && !o->heap && !(o->check && o->precise)) {
+		snprintf(err, errlen, "%sdelivery works only with %sheap or %scheck %sprecise",
+			 prefix, prefix, prefix, prefix);
 		return -1;
 	}
 	for (size_t i = 0; i < sizeof(need_check) / sizeof(need_check[0]); i++)

@@ -248,9 +248,17 @@ void report_error(struct err *e)
 
 	/* A bad free or a canary found at free: from the caller of free on; at exit: none. */
 	int at_access = e->access && !e->found;
-	n = e->found && !strcmp(e->found, "exit") ? 0 : stack_from(at_access ? e->ip : 0, pcs, MAX_FRAMES);
-	if (!at_access && n)
-		e->ip = pcs[0];        /* its caller, before telling errors apart by ip */
+	int logged = e->found && !strcmp(e->found, "log");
+	if (logged) {
+		/* From the access log: its RIP, then the stack of the call that drained it. */
+		pcs[0] = e->ip;
+		n = 1 + stack_from(0, pcs + 1, MAX_FRAMES - 1);
+	} else {
+		n = e->found && !strcmp(e->found, "exit") ? 0 :
+		    stack_from(at_access ? e->ip : 0, pcs, MAX_FRAMES);
+		if (!at_access && n)
+			e->ip = pcs[0];    /* its caller, before telling errors apart by ip */
+	}
 	if (e->kind == ERR_OVERFLOW && b)
 		ag.blocks[e->block].overflowed = 1;    /* one bug, one report (heap.c's canaries) */
 	if (seen_before(e))
@@ -260,7 +268,7 @@ void report_error(struct err *e)
 	spin(&report_lock);
 	report_room();
 	nsyms = 0;
-	collect("access", pcs, n, at_access && !e->fn);
+	collect("access", pcs, n, (at_access || logged) && !e->fn);
 	if (freed)
 		collect_depot("free", b->free_stack);
 	if (b)
@@ -282,7 +290,10 @@ void report_error(struct err *e)
 	else
 		put(&human, "%s of 0x%lx thread %d\n", e->fn ? e->fn : "free", (unsigned long)e->addr,
 		    (int)e->tid);
-	if (e->found)
+	if (logged)
+		put(&human, "found in the access log (asynchronous): the first frame is the access, "
+			    "the others where the log was drained\n");
+	else if (e->found)
 		put(&human, "found at %s: the block's canary (the bytes next to it) was changed\n",
 		    e->found);
 	put(&rec, "error\t%s\t%s\t0x%lx\t%zu\t0x%lx\t0x%lx\t%zu\t%s\t1\t%s\n", kind_name(e->kind),

@@ -168,6 +168,9 @@ ULPT_WATCH_AGENT=/nonexistent bad "agent not found, with a known symbol" -w coun
 ULPT_WATCH_AGENT=/nonexistent bad "agent not found, no watches" -- "$P"
 bad "--json file cannot be written" --json "$T/no/dir/out.json" -- "$P"
 bad "--precise without --check" --precise -- "$P"
+bad "--delivery with --check but not --precise" --check --delivery=fault -- "$P"
+bad "--delivery alone" --delivery=log -- "$P"
+bad "--delivery neither log nor fault" --heap --delivery=sync -- "$P"
 bad "--check with a value that is not 0 or 1" --check=yes -- "$P"
 bad "unknown option" --no-such-option -- "$P"
 bad "--log-file in a directory that does not exist" --log-file="$T/no/dir/log" -- "$P"
@@ -229,7 +232,8 @@ for c in "--heap|heap=w" "--heap=rw|heap=rw" "--heap=r|heap=r" "--check|check=1"
 	 "--check --error-exitcode=3|error_exitcode=3" "--check --error-exitcode 255|error_exitcode=255" \
 	 "--check --halt-on-error|halt_on_error=1" "--log-file=$T/log.%p|log_file=$T/log.%p" \
 	 "--check --malloc-context-size=0|malloc_context_size=0" \
-	 "--check --malloc-context-size 0x10|malloc_context_size=16"; do
+	 "--check --malloc-context-size 0x10|malloc_context_size=16" \
+	 "--heap --delivery=fault|delivery=fault" "--check --precise --delivery=fault|delivery=fault"; do
 	args=${c%|*} kv=${c#*|}
 	# shellcheck disable=SC2086
 	run $args -- "$P"
