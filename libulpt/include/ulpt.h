@@ -88,7 +88,7 @@ enum ulpt_action {
 struct ulpt_fault {
 	uintptr_t addr;     /* first denied byte */
 	uintptr_t start;    /* first byte of the access: it covers [start, start + size) */
-	size_t size;        /* bytes; 0 for a fetch, and on the mprotect backend (unknown) */
+	size_t size;        /* bytes; 0 for a fetch, and on mprotect if not decoded */
 	unsigned kind;      /* ULPT_DENY_R, _W or _X: the kind of access */
 	unsigned reason;    /* enum ulpt_reason */
 	uintptr_t ip;       /* the faulting instruction */

@@ -1,4 +1,5 @@
-/* libulpt internals shared by ulpt.c and mprotect.c. SPDX-License-Identifier: MIT */
+/* libulpt internals shared by its sources (both backends and their common parts).
+ * SPDX-License-Identifier: MIT */
 #ifndef LIBULPT_INTERNAL_H
 #define LIBULPT_INTERNAL_H
 

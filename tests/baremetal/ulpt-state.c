@@ -1,5 +1,5 @@
 /*
- * Leaves distinctive ULPT state behind for tests/suites/monitor.sh: MSRs set, one
+ * Leaves distinctive ULPT state behind for tests/suites/monitor.py: MSRs set, one
  * violation delivered and one escalated, then the CPU halts with the state in place.
  */
 #include "bm.h"

@@ -1,6 +1,6 @@
 /*
  * The agent's start and end: its settings, the watchpoints of -w, and the result file (records
- * described in watchlib/cli/ulpt-watch.c). Every setting comes in ULPT_WATCH_OPTIONS
+ * read by take_record() in watchlib/cli/report.c). Every setting comes in ULPT_WATCH_OPTIONS
  * ("name=value:name=value", the table of options.inc), which ulpt-watch sets, or a user under
  * a plain LD_PRELOAD; a bad one stops the program with one line and exit status 2, as a bad
  * option of the tool does. Without a result file the reports still go to stderr.
@@ -484,7 +484,7 @@ static void agent_start(void)
 		ulpt_gdb_ready();
 }
 
-/* The result records (watchlib/cli/ulpt-watch.c reads them): at exit, or at a halt. */
+/* The result records (watchlib/cli/report.c reads them): at exit, or at a halt. */
 static void write_results(void)
 {
 	char line[256];

@@ -2,7 +2,8 @@
  * The ulpt-watch agent: the shared object ulpt-watch puts in LD_PRELOAD. It reads its
  * configuration from ULPT_WATCH_OPTIONS (set by the tool; options.inc), watches what it is asked
  * to, replaces the program's malloc family for --heap and --check, and writes its results to
- * the file its result option names (format: watchlib/cli/ulpt-watch.c).
+ * the file its result option names (TAB-separated records written by agent.c and report.c,
+ * read by take_record() in watchlib/cli/report.c).
  *
  * Files: agent.c (start, configuration, results), options.c (the settings' one parser, shared
  * with the tool), heap.c (the allocator: red zones,
@@ -11,7 +12,9 @@
  * wide ones and the multibyte converters; strmem.h between them),
  * stack.c (the stack depot: backtraces at malloc, free and errors, each kept once),
  * symbolize.c (symbols with libelf and libdw), report.c (error reports), leak.c (the
- * leak check at exit), suppress.c (the suppressions file's rules).
+ * leak check at exit), suppress.c (the suppressions file's rules), cxx.c (C++'s operator new
+ * and delete), signals.c (the program's own handlers of the library's signals), gdb.c
+ * (ulpt-gdb's side).
  *
  * SPDX-License-Identifier: MIT
  */
