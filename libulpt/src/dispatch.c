@@ -237,8 +237,10 @@ void ulpt_after_run_(uint64_t *rflags_slot)
 		handler(&f, ulpt_lib_.handler_arg);
 	*errno_ptr = saved_errno;
 	/* The handler may clear TF (ulpt-gdb's agent, which stops the program itself): nothing
-	 * else of the program's flags. */
+	 * else of the program's flags. It may also send the program elsewhere first (the same
+	 * agent's stop for a debugger, which then goes on to the program's RIP). */
 	*rflags_slot = rflags & ~(f.rflags & RFLAGS_TF ? 0 : RFLAGS_TF);
+	rflags_slot[1] = f.next_ip;
 }
 
 /* The after event: send UIRET to the trampoline with the request's record. */

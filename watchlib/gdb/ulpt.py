@@ -6,20 +6,25 @@
 #   ulpt condition N [COND]
 #   commands [N] ... end       right after a ulpt watch, as after GDB's own watch
 #
-# How a hit stops. The agent calls ulpt_gdb_stop(hit) once the access has completed (see
-# watchlib/preload/gdb.c). StopBreakpoint's stop() reads the hit and, if it is one to report,
-# puts a thread-specific ResumeBreakpoint at the program's next instruction and lets the
-# program go on: the agent's handler returns, and the program stops there, in its own frame,
-# as it does after a hardware watchpoint. So bt, up, step, next and finish work as usual, and
-# the agent's frames are never the top of the stack. Conditions are evaluated there, in the
-# frame of the code that accessed the memory.
+# How a hit stops (see watchlib/preload/gdb.c). ULPT backend: once the access has completed,
+# the agent puts the hits in the thread's stop record and sends the program on through its
+# stub ulpt_gdb_trap, every register the program's; TrapBreakpoint's stop() there reads the
+# record, moves the PC to the program's next instruction and decides: one stop per hit, in
+# the program's own frame, as after a hardware watchpoint, and GDB never steps over the
+# breakpoint (the PC has left it). mprotect backend: the agent calls ulpt_gdb_stop(hit), and
+# StopBreakpoint's stop() puts a thread-specific ResumeBreakpoint at the program's next
+# instruction, where the program stops once the agent's handler returns. Either way bt, up,
+# step, next and finish work as usual, the agent's frames are never the top of the stack,
+# and conditions are evaluated in the frame of the code that accessed the memory.
 #
 # Numbers. A watchpoint's number is a GDB breakpoint number: a disabled placeholder
-# breakpoint holds it until the next ulpt watch, so that GDB's own `commands` (which reads
-# its lines itself) finds it right after `ulpt watch`; its commands move to the watchpoint.
+# breakpoint holds it so that GDB's own `commands` (which reads its lines itself) finds it
+# right after `ulpt watch`; its commands move to the watchpoint, and the placeholder goes as
+# soon as they have (or at the next ulpt command, stop or resume).
 #
 # SPDX-License-Identifier: MIT
 import os
+import struct
 
 import gdb
 
@@ -71,6 +76,11 @@ class State:
         self.last_reports = None
         self.loading = False        # load_agent's dlopen is under way
         self.mprotect = False       # the program's agent runs on the mprotect backend
+        self.backend = 0            # the agent's backend: 1 ULPT, 2 mprotect, 0 not known yet
+        self.trap_bp = None         # TrapBreakpoint, on ULPT
+        self.tpoff = None           # the stop record's offset from the thread pointer
+        self.bp_addrs = None        # where the user's breakpoints are (breakpoint_at)
+        self.calling = False        # an inferior call of the agent is under way
         self.signal_bp = None       # SignalBreakpoint, on mprotect
         self.signal_stop = False    # it stopped: the stop shows the signal
         self.step_from = 0          # a step ended without a report: where it began
@@ -123,7 +133,11 @@ def load_agent():
 
 
 def agent_call(fmt, *args):
-    return int(gdb.parse_and_eval(fmt % args))
+    S.calling = True        # its resume is not the user's (on_cont)
+    try:
+        return int(gdb.parse_and_eval(fmt % args))
+    finally:
+        S.calling = False
 
 
 def errno_text(code):
@@ -136,7 +150,6 @@ def agent_watch(w):
     if S.checked_pid != pid:        # once per process: an inferior call costs a stop
         if not agent_loaded():
             load_agent()
-        ensure_stop_bp()
         backend = agent_call("((int (*)(void)) ulpt_gdb_backend)()")
         if backend == 0:
             raise gdb.GdbError("ulpt: the agent did not start in this program (its message "
@@ -146,7 +159,8 @@ def agent_watch(w):
             # SignalBreakpoint, where libulpt passes them on.
             gdb.execute("handle SIGSEGV nostop noprint pass", to_string=True)
             S.mprotect = True
-            ensure_stop_bp()
+        S.backend = backend
+        ensure_stop_bp()
         S.checked_pid = pid
     mode = KINDS[w.kind][0] | (GDB_CHANGES if w.kind == "watch" else 0)
     tid = 0
@@ -159,6 +173,9 @@ def agent_watch(w):
                            % (w.expr, w.addr, w.size, errno_text(r)))
     w.agent_id = r
     S.by_agent[r] = w
+    if S.tpoff is None:
+        # Set by the agent's first watch: where a thread's stop record is (gdb.c).
+        S.tpoff = int(gdb.parse_and_eval("ulpt_gdb_rec_tpoff"))
 
 
 def agent_unwatch(w, call=True):
@@ -218,7 +235,17 @@ gdb.ulpt_gdb_make_proxy = make_proxy
 
 def on_modified(bp):
     if S.proxy is not None and bp is S.proxy:
-        take_commands(bp)
+        # GDB's `commands' has given it the watchpoint's: it has served (and GDB is done
+        # with it once this returns: map_breakpoint_numbers goes no further).
+        if bp.commands:
+            drop_proxy()
+    elif bp.visible:
+        S.bp_addrs = None
+
+
+def on_breakpoints_changed(bp):
+    if bp.visible:
+        S.bp_addrs = None
 
 
 # ---- the stops -----------------------------------------------------------------------------
@@ -261,30 +288,42 @@ class ResumeBreakpoint(gdb.Breakpoint):
             return False
         del S.pending[th.global_num]
         S.done.append(self)         # deleted at the stop event: not inside stop()
-        reports = []
-        for w, kind, data in p.hits:
-            if w.num not in S.watches or not w.enabled:
-                continue
-            old = w.old
-            if kind == WL_WRITE:
-                w.old = data
-            if w.cond:
-                try:
-                    if not bool(gdb.parse_and_eval(w.cond)):
-                        continue
-                except gdb.error as e:
-                    gdb.write("Error in testing condition for watchpoint %d:\n%s\n"
-                              % (w.num, e))
-            w.hits += 1
-            reports.append((w, kind, old, data))
+        reports = take_reports(p.hits)
         if not reports and not p.step:
             return False
-        cmds = [w.commands for w, _, _, _ in reports if w.commands]
-        if cmds or self.commands:
-            self.commands = "\n".join(cmds)
+        set_commands(self, reports)
         S.last_reports = reports
         S.step_from = p.step_from
         return True
+
+
+def take_reports(hits):
+    """The hits (watchpoint, kind, value now) that stop, in the program's frame: their
+    conditions hold. Each is (watchpoint, kind, old value, value now)."""
+    reports = []
+    for w, kind, data in hits:
+        if w.num not in S.watches or not w.enabled:
+            continue
+        old = w.old
+        if kind == WL_WRITE:
+            w.old = data
+        if w.cond:
+            try:
+                if not bool(gdb.parse_and_eval(w.cond)):
+                    continue
+            except gdb.error as e:
+                gdb.write("Error in testing condition for watchpoint %d:\n%s\n"
+                          % (w.num, e))
+        w.hits += 1
+        reports.append((w, kind, old, data))
+    return reports
+
+
+def set_commands(bp, reports):
+    """The stop's breakpoint runs the commands of the watchpoints it reports."""
+    cmds = "\n".join(w.commands for w, _, _, _ in reports if w.commands)
+    if cmds != (bp.commands or ""):
+        bp.commands = cmds
 
 
 class StopBreakpoint(gdb.Breakpoint):
@@ -364,22 +403,77 @@ class StopBreakpoint(gdb.Breakpoint):
 
 def breakpoint_at(pc):
     """Whether an enabled breakpoint (the user's, or a ulpt stop) has a location at pc."""
-    for bp in gdb.breakpoints():
-        if not bp.enabled or bp.type != gdb.BP_BREAKPOINT or bp is S.proxy:
-            continue
-        for loc in bp.locations:
-            if loc.enabled and loc.address == pc:
-                return True
+    if S.bp_addrs is None:
+        # Made again after a change of the user's breakpoints, not at every stop.
+        S.bp_addrs = set()
+        for bp in gdb.breakpoints():
+            if not bp.enabled or bp.type != gdb.BP_BREAKPOINT or bp is S.proxy:
+                continue
+            S.bp_addrs.update(loc.address for loc in bp.locations if loc.enabled)
+    if pc in S.bp_addrs:
+        return True
     ours = [p.bp for p in S.pending.values()] + S.done
     return any(isinstance(bp, ResumeBreakpoint) and bp.is_valid() and bp.location == "*0x%x" % pc
                for bp in ours)
 
 
 def ensure_stop_bp():
-    if S.stop_bp is None or not S.stop_bp.is_valid():
+    """The breakpoints where the agent's hits stop, for its backend: the fewer, the cheaper
+    each stop (GDB takes every breakpoint out at a stop and puts it back to go on)."""
+    if S.backend == 1 and (S.trap_bp is None or not S.trap_bp.is_valid()):
+        S.trap_bp = TrapBreakpoint()
+    if S.mprotect and (S.stop_bp is None or not S.stop_bp.is_valid()):
         S.stop_bp = StopBreakpoint()
     if S.mprotect and (S.signal_bp is None or not S.signal_bp.is_valid()):
         S.signal_bp = SignalBreakpoint()
+
+
+# struct gdb_rec (gdb.c): resume, ip, n, stepping, then 8 hits of (id, kind).
+REC = struct.Struct("<QQII16i")
+
+
+class TrapBreakpoint(gdb.Breakpoint):
+    """ULPT backend: ulpt_gdb_trap, the agent's stub that a hit's after-call sends the program
+    through, every register the program's (gdb.c). stop() moves the PC to the program's next
+    instruction, where the stop is, as a hardware watchpoint's: GDB never steps over this
+    breakpoint, since the PC has left it."""
+
+    def __init__(self):
+        super().__init__("*ulpt_gdb_trap", internal=True)
+        self.silent = True
+
+    def stop(self):
+        try:
+            fs = int(gdb.newest_frame().read_register("fs_base"))
+            rec = REC.unpack(bytes(gdb.selected_inferior().read_memory(fs + S.tpoff,
+                                                                       REC.size)))
+            resume, ip, n, stepping = rec[0], rec[1], min(rec[2], 8), rec[3] != 0
+            gdb.parse_and_eval("$pc = %d" % resume)
+        except (gdb.error, gdb.MemoryError, TypeError):
+            return False        # the stub's own code goes on to the program
+        hits = []
+        for k in range(n):
+            w = S.by_agent.get(rec[4 + 2 * k])
+            kind = rec[5 + 2 * k] & 0xffffffff
+            data = read_bytes(w.addr, w.size) if w is not None else None
+            if StopBreakpoint.decide(w, kind, data):
+                hits.append((w, kind, data))
+        th = gdb.selected_thread()
+        if hits and breakpoint_at(resume):
+            # A breakpoint at the next instruction: the stop there shows both, as GDB's own
+            # watchpoint's does (the program traps there at once).
+            p = S.pending.get(th.global_num)
+            if p is None:
+                p = S.pending[th.global_num] = Pending(resume, th.num)
+            p.hits.extend(hits)
+            return False
+        reports = take_reports(hits)
+        if not reports and not stepping:
+            return False
+        set_commands(self, reports)
+        S.last_reports = reports
+        S.step_from = 0
+        return True
 
 
 class SignalBreakpoint(gdb.Breakpoint):
@@ -417,8 +511,16 @@ def delete_done():
             bp.delete()
 
 
+def on_cont(event):
+    # The program goes on: no `commands' can come for the last watchpoint now.
+    if not S.calling:
+        drop_proxy()
+
+
 def on_stop(event):
     delete_done()
+    if not S.calling:
+        drop_proxy()
     reports, S.last_reports = S.last_reports, None
     step_from, S.step_from = S.step_from, 0
     if not isinstance(event, gdb.BreakpointEvent):
@@ -430,7 +532,8 @@ def on_stop(event):
             f.select()
         gdb.write("\nProgram received signal SIGSEGV, Segmentation fault.\n" + frame_text())
         return
-    if reports is None or not any(isinstance(b, ResumeBreakpoint) for b in event.breakpoints):
+    if reports is None or not any(isinstance(b, (ResumeBreakpoint, TrapBreakpoint))
+                                  for b in event.breakpoints):
         return
     if not reports:         # a step of GDB's that ended here: where, as after a step
         gdb.write(step_text(step_from) if step_from else frame_text())
@@ -486,11 +589,13 @@ def on_exited(event):
     S.checked_pid = 0
     delete_done()
     # The breakpoints in the agent go with its process; the next one's start makes them anew.
-    for bp in (S.stop_bp, S.ready_bp, S.signal_bp):
+    for bp in (S.stop_bp, S.ready_bp, S.signal_bp, S.trap_bp):
         if bp is not None and bp.is_valid():
             bp.delete()
-    S.stop_bp = S.ready_bp = S.signal_bp = None
+    S.stop_bp = S.ready_bp = S.signal_bp = S.trap_bp = None
     S.mprotect = False
+    S.backend = 0
+    S.tpoff = None
     for p in S.pending.values():
         if p.bp.is_valid():
             p.bp.delete()
@@ -725,7 +830,7 @@ def delete_watch(w, call=True):
 
 def numbers(arg):
     """The watchpoint numbers of arg (N, N-M, or none for all)."""
-    take_proxy()
+    drop_proxy()
     flush_unwatch()
     if not arg.strip():
         return sorted(S.watches)
@@ -742,11 +847,6 @@ def numbers(arg):
             else:
                 gdb.write("No ulpt watchpoint number %d.\n" % n)
     return out
-
-
-def take_proxy():
-    if S.proxy is not None and S.proxy.is_valid():
-        take_commands(S.proxy)
 
 
 class DeleteCommand(gdb.Command):
@@ -849,7 +949,10 @@ S.scope_ended = None
 # takes the breakpoint out for that one step), as in all-stop mode GDB can.
 gdb.execute("set displaced-stepping off")
 gdb.events.stop.connect(on_stop)
+gdb.events.cont.connect(on_cont)
 gdb.events.stop.connect(on_stop_scope)
 gdb.events.exited.connect(on_exited)
 gdb.events.new_objfile.connect(on_new_objfile)
 gdb.events.breakpoint_modified.connect(on_modified)
+gdb.events.breakpoint_created.connect(on_breakpoints_changed)
+gdb.events.breakpoint_deleted.connect(on_breakpoints_changed)

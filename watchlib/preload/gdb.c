@@ -5,11 +5,22 @@
  * - ulpt_gdb_watch and ulpt_gdb_unwatch add and remove a watchpoint; GDB calls them as
  *   inferior functions (`call`), so they are plain C and return a negative errno on failure.
  * - Every hit of a watchpoint, once the access has completed (the after-call of
- *   ULPT_PERMIT_STEP), calls ulpt_gdb_stop with the hit, unless the agent can tell that GDB
- *   would not stop for it: a write that left a `watch' watchpoint's value as it was, an
- *   access by another thread than the watchpoint's. The extension's breakpoint there decides
- *   the rest (conditions) and stops the program at its next instruction, in its own frame.
- *   Without a debugger the call costs a few instructions per hit.
+ *   ULPT_PERMIT_STEP), is a stop for GDB, unless the agent can tell that GDB would not stop
+ *   for it: a write that left a `watch' watchpoint's value as it was, an access by another
+ *   thread than the watchpoint's.
+ * - ULPT backend: one stop per hit, as a hardware watchpoint's. The hits go into the thread's
+ *   stop record (ulpt_gdb_rec) and the after-call sends the program on through
+ *   ulpt_gdb_trap instead of straight to its next instruction: a stub that runs with every
+ *   register the program's and jumps to that instruction (the record's resume). The
+ *   extension keeps a breakpoint on the stub's first instruction; its stop() reads the
+ *   record, sets the PC to the program's next instruction, and decides (conditions, in the
+ *   program's frame). So the stop is at the program's next instruction, and since the PC
+ *   has moved off the breakpoint GDB never steps over it. Without a debugger the stub's
+ *   first instruction is a nop: the detour costs a few instructions per hit, and a debugger
+ *   that has gone (its breakpoints taken out) leaves nothing that traps.
+ * - mprotect backend: the after-call runs in a signal handler, whose return cannot be sent
+ *   elsewhere; a hit calls ulpt_gdb_stop, where the extension's breakpoint puts a second one
+ *   at the program's next instruction (two stops).
  * - GDB single-steps with TF. When its step covers an instruction that hits a watchpoint, the
  *   handler and the after-call run inside that step (libulpt keeps TF for the program's next
  *   instruction), and a breakpoint trap in the after-call would end the step in the agent's
@@ -48,10 +59,41 @@ static struct filter {
 	pid_t tid;                  /* 0, or the one thread whose accesses stop */
 } *filters;
 
-/* The breakpoint's place. Its arguments stay in RDI, RSI and RDX at its first instruction,
- * where the extension's breakpoint is: the hit, whether GDB's single step covered the access
- * (the step is then over: see the top), and the program's next instruction (0: not known,
- * the extension finds it by unwinding). */
+/* The thread's stop record (ULPT backend), read by the extension at ulpt_gdb_trap through
+ * the thread pointer (FS_BASE) and ulpt_gdb_rec_tpoff: its layout is the extension's too. */
+#define GDB_REC_HITS 8          /* watchlib's WL_PENDING_MAX: the hits of one instruction */
+struct gdb_rec {
+	uint64_t resume;            /* the program's next instruction (first: the stub's jump) */
+	uint64_t ip;                /* the instruction that hit */
+	uint32_t n;                 /* hits below */
+	uint32_t stepping;          /* GDB's single step covered the access (see the top) */
+	struct { int32_t id; uint32_t kind; } hits[GDB_REC_HITS];
+};
+__thread struct gdb_rec gdb_rec __attribute__((tls_model("initial-exec"), visibility("hidden")));
+GDB_API long ulpt_gdb_rec_tpoff;        /* &gdb_rec - the thread pointer, the same in each */
+#define AFTER_STOP 2            /* gdb_after.stepping: this after-call stops at the stub */
+
+/* Goes on at the record's resume with every register as it was (the program's): past the
+ * red zone, the target on the stack, RAX back, and a return that drops both. No flag
+ * changes. The nop is where the extension's breakpoint goes. */
+void ulpt_gdb_trap(void);
+__asm__(".text\n"
+	".globl ulpt_gdb_trap\n"
+	".type ulpt_gdb_trap, @function\n"
+	"ulpt_gdb_trap:\n"
+	"	nop\n"
+	"	leaq -128(%rsp), %rsp\n"
+	"	pushq %rax\n"
+	"	movq gdb_rec@gottpoff(%rip), %rax\n"
+	"	movq %fs:(%rax), %rax\n"
+	"	xchgq %rax, (%rsp)\n"
+	"	ret $128\n"
+	".size ulpt_gdb_trap, . - ulpt_gdb_trap\n");
+
+/* The breakpoint's place on the mprotect backend. Its arguments stay in RDI, RSI and RDX at
+ * its first instruction, where the extension's breakpoint is: the hit, whether GDB's single
+ * step covered the access (the step is then over: see the top), and the program's next
+ * instruction (0: not known, the extension finds it by unwinding). */
 GDB_API __attribute__((noinline)) void ulpt_gdb_stop(const struct wl_hit *hit, int stepping,
 						     uintptr_t resume, uintptr_t ip)
 {
@@ -85,9 +127,24 @@ static void gdb_hit(const struct wl_hit *h, void *arg)
 	 * and the after-call's later hits are in it too. */
 	if (f && (f->rflags & RFLAGS_TF)) {
 		f->rflags &= ~RFLAGS_TF;
-		gdb_after.stepping = 1;
+		gdb_after.stepping |= 1;
 	}
-	ulpt_gdb_stop(h, gdb_after.stepping, f ? f->next_ip : 0, f ? f->ip : 0);
+	if (f && f->after && ulpt_backend() == ULPT_BACKEND_ULPT) {
+		struct gdb_rec *r = &gdb_rec;
+
+		if (!(gdb_after.stepping & AFTER_STOP)) {
+			gdb_after.stepping |= AFTER_STOP;
+			r->resume = f->next_ip;
+			r->ip = f->ip;
+			r->n = 0;
+			f->next_ip = (uintptr_t)ulpt_gdb_trap;
+		}
+		r->stepping = gdb_after.stepping & 1;
+		if (r->n < GDB_REC_HITS)
+			r->hits[r->n++] = (__typeof__(r->hits[0])){ h->id, h->kind };
+		return;
+	}
+	ulpt_gdb_stop(h, gdb_after.stepping & 1, f ? f->next_ip : 0, f ? f->ip : 0);
 }
 
 /* A fault that a debugger's single step ran into, on the mprotect backend, while ulpt-gdb
@@ -106,7 +163,7 @@ int gdb_step_fault(const struct ulpt_fault *f)
  * the extension ends it (or not: see the top). */
 void gdb_step_end(struct ulpt_fault *f)
 {
-	if (!gdb_step_fault(f) || gdb_after.stepping)
+	if (!gdb_step_fault(f) || (gdb_after.stepping & 1))
 		return;
 	ulpt_gdb_stop(NULL, 1, f->next_ip, f->ip);
 }
@@ -118,9 +175,13 @@ static int gdb_start(void)
 	if (!ag.ready)
 		return -ENODEV;
 	if (!filters) {
+		uintptr_t tp;
+
 		filters = wl_mem_reserve(GDB_IDS * sizeof(*filters));
 		if (!filters)
 			return -ENOMEM;
+		__asm__("movq %%fs:0, %0" : "=r"(tp));     /* the TCB's self pointer */
+		ulpt_gdb_rec_tpoff = (long)((uintptr_t)&gdb_rec - tp);
 	}
 	return wl_set_callback(gdb_hit, NULL);
 }

@@ -1,4 +1,5 @@
-# GDB's commands right after ulpt watch: silent, then print and continue at each stop.
+# GDB's commands right after ulpt watch: silent, then print and continue at each stop; info
+# breakpoints then shows no placeholder for the watchpoint's number.
 break steps
 run
 ulpt watch counter
@@ -8,4 +9,5 @@ commands
   continue
 end
 ulpt info watchpoints
+info breakpoints
 continue

@@ -1,5 +1,5 @@
 # watch on a global: old and new values; a write of the same value does not stop; bt starts
-# in the program; info watchpoints counts the stops.
+# in the program; info watchpoints counts the stops; info breakpoints shows only the user's.
 break steps
 run
 ulpt watch counter
@@ -7,5 +7,6 @@ continue
 bt
 continue
 ulpt info watchpoints
+info breakpoints
 continue
 continue
