@@ -11,6 +11,8 @@ image=$top/build/baremetal/ulpt-cpu.elf
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"; [ -n "${qpid:-}" ] && kill "$qpid" 2>/dev/null' EXIT
 sock=$tmp/gdb.sock
+. "$top/tests/lib/tap-checks.sh"
+tap_checks_begin
 echo "1..2"
 "$top/scripts/ulpt-baremetal" --timeout 120 --append gdbstub-target --qemu-arg -S \
   --qemu-arg -chardev --qemu-arg "socket,path=$sock,server=on,wait=off,id=gdb0" \
@@ -20,21 +22,12 @@ for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
 out=$(timeout 120 gdb -nx -batch -ex "set pagination off" -ex "file $image" \
         -ex "target remote $sock" -ex "watch -l *(long *)(gdb_page + 8)" -ex continue \
         -ex continue 2>&1)
-if grep -q '^Old value = 0$' <<<"$out" && grep -q '^New value = 8$' <<<"$out" &&
-   grep -qE '^u_store \(.*\) at .*ulpt-cpu\.c' <<<"$out"; then
-  echo "ok 1 - a gdbstub watchpoint on a warm page with line rights stops the guest at the store (old 0, new 8)"
-else
-  echo "not ok 1 - a gdbstub watchpoint on a warm page with line rights stops the guest at the store"
-  sed 's/^/#   /' <<<"$out"
-  fail=1
-fi
+grep -q '^Old value = 0$' <<<"$out" && grep -q '^New value = 8$' <<<"$out" &&
+  grep -qE '^u_store \(.*\) at .*ulpt-cpu\.c' <<<"$out"
+tap_check $? "a gdbstub watchpoint on a warm page with line rights stops the guest at the store (old 0, new 8)" "$out"
 wait "$qpid"; rc=$?
 qpid=
-if [ "$rc" = 0 ] && grep -q '^ok 1 - ' "$tmp/machine.out"; then
-  echo "ok 2 - after the watchpoint the machine runs on and its own check passes"
-else
-  echo "not ok 2 - after the watchpoint the machine runs on and its own check passes (status $rc)"
-  sed 's/^/#   /' "$tmp/machine.out"
-  fail=1
-fi
-exit "${fail:-0}"
+[ "$rc" = 0 ] && grep -q '^ok 1 - ' "$tmp/machine.out"
+tap_check $? "after the watchpoint the machine runs on and its own check passes" "status $rc
+$(cat "$tmp/machine.out")"
+[ "$tap_fails" = 0 ]

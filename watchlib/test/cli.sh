@@ -13,13 +13,11 @@ TOOL=$(realpath "${1:?usage: cli.sh PATH-TO-ulpt-watch}")
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 mkdir -p "$T/tmp" "$T/bin"
 export TMPDIR=$T/tmp        # the tool's result files go here; it must be empty at the end
-n=0 failed=0
+. "$(dirname "$0")/../../tests/lib/tap-checks.sh"
+tap_checks_begin
 
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-notok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; }
-skip() { n=$((n + 1)); echo "ok $n # SKIP $1"; }
 # check DESC COMMAND...: one test, passing when COMMAND succeeds.
-check() { local d=$1; shift; if "$@"; then ok "$d"; else notok "$d"; fi; }
+check() { local d=$1; shift; "$@"; tap_check $? "$d"; }
 # run ARGS...: the tool with stdout, stderr and the exit status in $T/out, $T/err, $rc.
 run() { "$TOOL" "$@" >"$T/out" 2>"$T/err" </dev/null; rc=$?; }
 errtext() { head -c 300 "$T/err" | tr '\n' '|'; }
@@ -30,9 +28,9 @@ bad() {
 	local lines; lines=$(wc -l <"$T/err")
 	if [ "$rc" -eq 2 ] && [ "$lines" -eq 1 ] && grep -q '^ulpt-watch: ' "$T/err" &&
 	   [ ! -e "$T/ran" ]; then
-		ok "bad input: $d"
+		tap_check 0 "bad input: $d"
 	else
-		notok "bad input: $d (status $rc, $lines stderr lines: $(errtext))"
+		tap_check 1 "bad input: $d (status $rc, $lines stderr lines: $(errtext))"
 	fi
 	rm -f "$T/ran"
 }
@@ -152,8 +150,8 @@ if [ -x /bin/busybox ] && ! readelf -l /bin/busybox 2>/dev/null | grep -q INTERP
 	bad "statically linked program" -- /bin/busybox true
 	check "statically linked message" has "is statically linked; LD_PRELOAD cannot inject the agent" "$T/err"
 else
-	skip "statically linked program (no static /bin/busybox)"
-	skip "statically linked message (no static /bin/busybox)"
+	tap_skip "statically linked program (no static /bin/busybox)"
+	tap_skip "statically linked message (no static /bin/busybox)"
 fi
 bad "--heap and --check together" --heap --check -- "$P"
 check "--heap/--check message" has "ulpt-watch: choose one of --heap and --check" "$T/err"
@@ -343,5 +341,5 @@ check "exec failure: exit status 127 and one message" \
 	eval '[ "$rc" -eq 127 ] && [ "$(wc -l <"$T/err")" -eq 1 ] && has "ulpt-watch: cannot execute" "$T/err"'
 
 check "no result file left behind" [ -z "$(ls -A "$T/tmp")" ]
-echo "1..$n"
-[ "$failed" -eq 0 ]
+tap_checks_end
+[ "$tap_fails" = 0 ]
