@@ -44,7 +44,8 @@
 # malloc and free against libunwind's) on the host, and watchlib/test/cli.sh if present.
 # The runs write NAME.json, .out, .err and .rc under build/watchlib/test/suite/{host,guest}
 # (kept for inspection; the guest writes there through --share); each is checked against
-# watchlib/test/expected/NAME.exp (see below and watchlib/test/expect.py).
+# watchlib/test/expected/NAME.pred (see below and watchlib/test/expect.py), and a few canonical
+# --check reports also against NAME.stderr.exp, literal text after watchlib/test/filter-report.
 set -o pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 run=$top/scripts/ulpt-run
@@ -79,7 +80,7 @@ wcscases=$(echo $wcscases)
 # mismatch: a release by the wrong family (malloc/new/new[] against free/delete/delete[]).
 mmcases="malloc-delete malloc-delete-array new-free new-delete-array new-array-delete new-array-free"
 
-# badargs: bad arguments to the malloc family (expected/badargs-CASE.exp: stdout, warnings, error).
+# badargs: bad arguments to the malloc family (expected/badargs-CASE.pred: stdout, warnings, error).
 bacases="calloc-overflow reallocarray-overflow malloc-huge memalign-bad aligned-alloc-bad posix-memalign-bad usable-size-foreign realloc-foreign"
 
 # dlopens: libraries the build and the benchmarks need anyway (so present wherever this runs).
@@ -233,30 +234,44 @@ wait $guest
 grc=$?
 [ "$grc" = 0 ] || tap_note "# the guest run exited with status $grc: $(tail -c 300 "$d/guest.log" | tr '\n' ' ')"
 
-# Each run's expectations: watchlib/test/expected/NAME.exp, or NAME.host.exp and
-# NAME.guest.exp where the environments differ (a run with only one of them is that
+# Each run's expectations: watchlib/test/expected/NAME.pred, or NAME.host.pred and
+# NAME.guest.pred where the environments differ (a run with only one of them is that
 # environment's alone), checked by watchlib/test/expect.py: its first line is the check's
-# description, each further line a Python expression that must hold for the run; on failure
-# the check's diagnostics are a diff of the .exp against the run. expect.py documents the names
-# the expressions use (the normalised addresses, pids and timings among them).
+# description, each further line a Python expression (a predicate) that must hold for the
+# run; on failure the check's diagnostics are a diff of the .pred against the run. expect.py
+# documents the names the expressions use (the normalised addresses, pids and timings among
+# them).
+# A few canonical reports are pinned as literal text too, as Valgrind's tests pin theirs:
+# NAME.stderr.exp (or NAME.host.stderr.exp, NAME.guest.stderr.exp) is the run's stderr after
+# watchlib/test/filter-report (addresses, pids, thread ids, library directories and the frames
+# below main masked), line for line; the diagnostics are the diff.
 exp=$top/watchlib/test/expected
-names=$(ls "$exp" | sed -E 's/(\.host|\.guest)?\.exp$//' | sort -u)
+names=$(ls "$exp" | sed -n -E 's/(\.host|\.guest)?\.pred$//p' | sort -u)
+lits=$(ls "$exp" | sed -n -E 's/(\.host|\.guest)?\.stderr\.exp$//p' | sort -u)
 for env in host guest; do
   be=$([ $env = host ] && echo mprotect || echo ulpt)
   for name in $names; do
-    if [ -f "$exp/$name.$env.exp" ]; then f=$exp/$name.$env.exp
-    elif [ -f "$exp/$name.exp" ]; then f=$exp/$name.exp
+    if [ -f "$exp/$name.$env.pred" ]; then f=$exp/$name.$env.pred
+    elif [ -f "$exp/$name.pred" ]; then f=$exp/$name.pred
     else continue; fi
     msg=$(python3 "$top/watchlib/test/expect.py" "$d/$env/$name" "$f" BACKEND="$be" ADDR="$addr" 2>&1)
     s=$?
     tap_check $s "$env: $(head -n1 "$f" | sed 's/^# //')" "$msg"
+  done
+  for name in $lits; do
+    if [ -f "$exp/$name.$env.stderr.exp" ]; then f=$exp/$name.$env.stderr.exp
+    elif [ -f "$exp/$name.stderr.exp" ]; then f=$exp/$name.stderr.exp
+    else continue; fi
+    msg=$("$top/watchlib/test/filter-report" 2>&1 < "$d/$env/$name.err" | diff -u "$f" - 2>&1)
+    s=$?
+    tap_check $s "$env: $name: its report, filtered, is ${f##*/} line for line" "$msg"
   done
   # Every run has its expectations (wl-api's and wl-stack's TAP are streams of their own, below).
   for rcf in "$d/$env"/*.rc; do
     [ -e "$rcf" ] || continue
     name=$(basename "$rcf" .rc)
     [ "$name" = wl-api ] || [ "$name" = wl-stack ] && continue
-    [ -f "$exp/$name.$env.exp" ] || [ -f "$exp/$name.exp" ] ||
+    [ -f "$exp/$name.$env.pred" ] || [ -f "$exp/$name.pred" ] ||
       tap_check 1 "$env: the run $name has no expectation file in watchlib/test/expected"
   done
 done

@@ -1,17 +1,18 @@
 #!/usr/bin/env python3
 """Checks one ulpt-watch run of tests/suites/watch.sh against its expectation file.
 
-    expect.py RUN EXPFILE [NAME=VALUE...]
+    expect.py RUN PREDFILE [NAME=VALUE...]
 
 RUN is the run's path without extension: RUN.out, RUN.err, RUN.rc (stdout, stderr, exit
 status), RUN.json (the --json report; none for a bare LD_PRELOAD run, named bare-*) and RUN.res
-(a bare run's result file). EXPFILE is watchlib/test/expected/NAME.exp, or NAME.host.exp /
-NAME.guest.exp where the two differ: its first line is "# " and the check's description, each
-further line one Python expression that must hold for the run. NAME=VALUE pairs are further
-names for the expressions: watch.sh passes BACKEND (the backend the environment runs on, a
-string) and ADDR (the address of `watched` in the -no-pie build, an int).
+(a bare run's result file). PREDFILE is watchlib/test/expected/NAME.pred, or NAME.host.pred /
+NAME.guest.pred where the two differ: its first line is "# " and the check's description, each
+further line one Python expression (a predicate) that must hold for the run. NAME=VALUE pairs
+are further names for the expressions: watch.sh passes BACKEND (the backend the environment
+runs on, a string) and ADDR (the address of `watched` in the -no-pie build, an int). (Literal
+expected text, NAME.stderr.exp, watch.sh compares itself after watchlib/test/filter-report.)
 
-What changes from run to run never appears in an .exp: the names below normalise it.
+What changes from run to run never appears in a .pred: the names below normalise it.
   addresses  are compared to the ones the program prints about itself: B (heapbugs',
              strbugs' and wcsbugs' line: fn, block, size, addr, line), MM (mismatch's block
              and pair of names), P (padding's lines); h() reads a report's "0x..." address as
@@ -23,21 +24,21 @@ What changes from run to run never appears in an .exp: the names below normalise
   out, err, res; fns(frames) and locs(frames, fn) read a backtrace.
 
 Prints nothing and exits 0 when every expression holds. Otherwise exits 1 and prints a unified
-diff of the .exp against this run (each expression that does not hold marked with its value or
+diff of the .pred against this run (each expression that does not hold marked with its value or
 error), then the report (addresses masked as 0xADDR, the block's as BLOCK+N, pids as PID) and the
 end of stderr.
 """
 import difflib, glob, json, os, re, sys
 
-base, expfile = sys.argv[1], sys.argv[2]
+base, predfile = sys.argv[1], sys.argv[2]
 extra = {}
 for a in sys.argv[3:]:
     k, v = a.split('=', 1)
     extra[k] = int(v, 0) if re.fullmatch(r'0x[0-9a-fA-F]+|\d+', v) else v
-with open(expfile) as f:
+with open(predfile) as f:
     lines = f.read().splitlines()
 if not lines or not lines[0].startswith('# ') or len(lines) < 2:
-    print('%s: a "# description" line and at least one expression needed' % expfile)
+    print('%s: a "# description" line and at least one expression needed' % predfile)
     sys.exit(1)
 exprs = lines[1:]
 
@@ -129,7 +130,7 @@ def normalise(s):
 
 
 sys.stdout.writelines(difflib.unified_diff([l + '\n' for l in lines], [lines[0] + '\n'] + [l + '\n' for l in got],
-                                           os.path.relpath(expfile), 'this run (%s)' % os.path.basename(base)))
+                                           os.path.relpath(predfile), 'this run (%s)' % os.path.basename(base)))
 brief = dict(j)
 if brief.get('errors'):
     brief['errors'] = brief['errors'][:2]
