@@ -587,15 +587,39 @@ static void on_segv(int sig, siginfo_t *si, void *ucv)
 			.entry = { deny, 0 }, .tid = (pid_t)syscall(SYS_gettid),
 			.rflags = (uint64_t)gr[REG_EFL],
 		};
+		struct ulpt_ool_mem m[4];
+		/* The record as on ULPT: the whole access the address is in (the decode of the
+		 * out-of-line step; at the instruction's first fault, whose registers are the
+		 * program's), and each of its kinds the page denies, the read first (R-RET-3): the
+		 * kernel reports a read-modify-write as one write fault. Undecoded: size 0. */
+		int nm = !step_n && kind != ULPT_DENY_X && ool_ready ? ulpt_ool_mem_(ip, uc, m, 4) : -1;
+		unsigned kinds = kind;
+
+		for (int i = 0; i < nm; i++)
+			if (addr - m[i].start < m[i].size) {
+				f.start = m[i].start;
+				f.size = m[i].size;
+				kinds |= m[i].kinds & deny;
+				break;
+			}
+		act = ULPT_PERMIT;
 		in_handler = 1;
-		act = handler(&f, ulpt_lib_.handler_arg);
+		for (unsigned k = ULPT_DENY_R; k <= ULPT_DENY_X && act == ULPT_PERMIT; k <<= 1) {
+			if (!(kinds & k))
+				continue;
+			f.kind = k;
+			act = handler(&f, ulpt_lib_.handler_arg);
+			if (act == ULPT_PERMIT_STEP) {
+				/* The last fault of the instruction gives the after-call's record. */
+				step_fault = f;
+				step_pending = 1;
+				act = ULPT_PERMIT;
+			}
+			if (act == ULPT_PERMIT)
+				step_kinds |= k;
+		}
 		in_handler = 0;
-		if (act == ULPT_PERMIT_STEP) {
-			/* The last such fault of the instruction gives the after-call's record. */
-			step_fault = f;
-			step_pending = 1;
-			act = ULPT_PERMIT;
-		} else if (act == ULPT_SKIP) {
+		if (act == ULPT_SKIP) {
 			if (step_ool && step_n)
 				ool_cancel(uc);
 			gr[REG_RIP] = (greg_t)f.next_ip;

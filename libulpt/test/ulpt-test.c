@@ -335,6 +335,62 @@ static int t_range(void)
 	return 0;
 }
 
+/* The records of a load, a store, a read-modify-write, a string instruction and 16-byte
+ * vector accesses: the same start, size and kinds (in order) on both backends. */
+static struct ulpt_fault rec_log[8];
+static volatile int rec_n;
+static enum ulpt_action record_all(struct ulpt_fault *f, void *arg)
+{
+	(void)arg;
+	if (rec_n < 8)
+		rec_log[rec_n] = *f;
+	rec_n++;
+	return ULPT_PERMIT;
+}
+
+static int rec_is1(int i, const volatile void *start, size_t size, unsigned kind)
+{
+	return rec_log[i].start == (uintptr_t)start && rec_log[i].size == size &&
+	       rec_log[i].kind == kind && rec_log[i].addr - rec_log[i].start < size;
+}
+
+static int t_fault_record(void)
+{
+	volatile char *p = pages(2), *q = p + 4096;
+	char *d = (char *)q, *sv = (char *)p + 40;
+	uint64_t t;
+
+	CHECK(ulpt_init(backend) == 0 && ulpt_set_handler(record_all, NULL, 0) == 0 &&
+	      ulpt_protect((void *)p, 4096, ULPT_DENY_RW) == 0, "setup");
+	rec_n = 0;
+	t = *(volatile uint64_t *)(p + 8);
+	asm volatile("" ::: "memory");     /* the handler wrote rec_log */
+	CHECK(rec_n == 1 && rec_is1(0, p + 8, 8, ULPT_DENY_R), "a load: start, 8 bytes, R (%d: %#lx %zu %u)",
+	      rec_n, (unsigned long)(rec_log[0].start - (uintptr_t)p), rec_log[0].size, rec_log[0].kind);
+	rec_n = 0;
+	*(volatile uint32_t *)(p + 16) = (uint32_t)t;
+	asm volatile("" ::: "memory");     /* the handler wrote rec_log */
+	CHECK(rec_n == 1 && rec_is1(0, p + 16, 4, ULPT_DENY_W), "a store: 4 bytes, W (%d: %zu %u)",
+	      rec_n, rec_log[0].size, rec_log[0].kind);
+	rec_n = 0;
+	asm volatile("addq $1, (%0)" :: "r"(p + 24) : "memory", "cc");
+	asm volatile("" ::: "memory");     /* the handler wrote rec_log */
+	CHECK(rec_n == 2 && rec_is1(0, p + 24, 8, ULPT_DENY_R) && rec_is1(1, p + 24, 8, ULPT_DENY_W),
+	      "a read-modify-write: R, then W, 8 bytes each (%d: %u %u)", rec_n, rec_log[0].kind,
+	      rec_log[1].kind);
+	rec_n = 0;
+	asm volatile("movsb" : "+D"(d), "+S"(sv) : : "memory");
+	asm volatile("" ::: "memory");     /* the handler wrote rec_log */
+	CHECK(rec_n == 1 && rec_is1(0, p + 40, 1, ULPT_DENY_R), "movsb from the page: its read, 1 byte (%d: %zu %u)",
+	      rec_n, rec_log[0].size, rec_log[0].kind);
+	rec_n = 0;
+	asm volatile("movdqu (%0), %%xmm0\n movdqu %%xmm0, 16(%0)" :: "r"(p + 64) : "memory", "xmm0");
+	asm volatile("" ::: "memory");     /* the handler wrote rec_log */
+	CHECK(rec_n == 2 && rec_is1(0, p + 64, 16, ULPT_DENY_R) && rec_is1(1, p + 80, 16, ULPT_DENY_W),
+	      "movdqu load and store: 16 bytes each (%d: %zu %zu)", rec_n, rec_log[0].size, rec_log[1].size);
+	return 0;
+}
+
 /* A store across two denied pages is one access: one call, on both backends (R-RET-2). A
  * REP MOVSB over 8 denied pages completes (on mprotect it opens more pages than any other
  * instruction), with a call per element on ULPT and at least one per page on mprotect. */
@@ -699,21 +755,15 @@ static int t_step_rmw(void)
 	p = p + 3;
 	/* Both faults ULPT_PERMIT_STEP: one after-call, with the last record (the write). */
 	add_one(p);
-	if (backend == ULPT_BACKEND_ULPT) {
-		CHECK(step_n == 3, "read fault, write fault, one after-call (%d calls)", step_n);
-		CHECK(step_log[0].after == 0 && step_log[0].kind == ULPT_DENY_R &&
-		      step_log[1].after == 0 && step_log[1].kind == ULPT_DENY_W,
-		      "kinds R then W (%u %u)", step_log[0].kind, step_log[1].kind);
-		CHECK(step_log[2].after == 1 && step_log[2].kind == ULPT_DENY_W,
-		      "the after-call has the write's record (kind %u)", step_log[2].kind);
-	} else {
-		CHECK(step_n == 2 && step_log[0].after == 0 && step_log[1].after == 1,
-		      "one fault (PROT_NONE), one after-call (%d calls)", step_n);
-	}
+	/* Both backends (mprotect: the kernel's one write fault is delivered as the two). */
+	CHECK(step_n == 3, "read fault, write fault, one after-call (%d calls)", step_n);
+	CHECK(step_log[0].after == 0 && step_log[0].kind == ULPT_DENY_R &&
+	      step_log[1].after == 0 && step_log[1].kind == ULPT_DENY_W,
+	      "kinds R then W (%u %u)", step_log[0].kind, step_log[1].kind);
+	CHECK(step_log[2].after == 1 && step_log[2].kind == ULPT_DENY_W,
+	      "the after-call has the write's record (kind %u)", step_log[2].kind);
 	CHECK(step_log[step_n - 1].value == 1, "the after-call saw the incremented value (%lu)",
 	      (unsigned long)step_log[step_n - 1].value);
-	if (backend != ULPT_BACKEND_ULPT)
-		return 0;
 	/* ULPT_PERMIT_STEP for the read, plain ULPT_PERMIT for the write: the step stays. */
 	step_n = step_normal = 0;
 	step_decision[1] = ULPT_PERMIT;
@@ -1567,6 +1617,7 @@ static int t_env_override(void)
 	X(default, "ULPT_DEFAULT gives the default SIGSEGV") \
 	X(range, "a range across pages") \
 	X(cross_rep, "a store across two denied pages: one call; rep movsb over 8 denied pages completes") \
+	X(fault_record, "the fault record's start, size and kinds: load, store, read-modify-write, movsb, movdqu") \
 	X(vector_state, "a handler using SSE (memcpy, printf) leaves xmm0-15 intact") \
 	X(vector_avx, "AVX: ymm0-15 intact, MXCSR the program's after and the default in the handler") \
 	X(vector_x87, "x87: seven values on the stack survive; the handler starts with an empty stack") \

@@ -422,8 +422,6 @@ void agent_init(void)
 		r = wl_init_shared();
 	if (r >= 0)
 		r = ulpt_set_handler(agent_fault, NULL, ULPT_HANDLER_GPR_ONLY);
-	if (r >= 0 && ulpt_backend() == ULPT_BACKEND_MPROTECT)
-		r = wl_decode_init() < 0 ? -ENOMEM : 0;
 	if (r == -ENOMEM) {
 		/* The view of ULPT's table is 2^39 bytes of address space (docs/linux-api.md). */
 		agent_no_space("ULPT's table view", 1ull << 39);

@@ -249,8 +249,9 @@ size_t heap_log_raw(struct ulpt_log_ring *r, void *arg)
 	struct ulpt_log_slot *slots = r->slots;
 	uint64_t mask = r->mask, head = r->head, first = head;
 	struct heap_counts c = { 0 };
-	uintptr_t lo = 1, hi = 0, rip = last_read.ip, rs = last_read.start;
-	unsigned kinds = ag.heap_kinds;
+	/* The bytes of the last 4 blocks hit (programs alternate between a few arrays). */
+	uintptr_t lo[4] = { 1, 1, 1, 1 }, hi[4] = { 0 }, rip = last_read.ip, rs = last_read.start;
+	unsigned kinds = ag.heap_kinds, next = 0;
 	uint64_t t0 = wl_now_ns();
 
 	(void)arg;
@@ -266,7 +267,9 @@ size_t heap_log_raw(struct ulpt_log_ring *r, void *arg)
 		if (log_discard)
 			continue;
 		size += !size;
-		if (s >= lo && s + size <= hi && (kinds & kind)) {
+		if ((kinds & kind) &&
+		    ((s >= lo[0] && s + size <= hi[0]) || (s >= lo[1] && s + size <= hi[1]) ||
+		     (s >= lo[2] && s + size <= hi[2]) || (s >= lo[3] && s + size <= hi[3]))) {
 			c.hits++;
 			if (kind == ULPT_DENY_W) {
 				c.reads -= rip == ip && rs == s;
@@ -288,8 +291,9 @@ size_t heap_log_raw(struct ulpt_log_ring *r, void *arg)
 		if (c.hits != hits) {
 			const struct blk *b = blk_of(s);
 			if (inside(b, s, s + size)) {
-				lo = b->user;
-				hi = b->user + b->size;
+				lo[next] = b->user;
+				hi[next] = b->user + b->size;
+				next = (next + 1) & 3;
 			}
 		}
 	}
@@ -402,12 +406,9 @@ static enum ulpt_action heap_fault_(struct ulpt_fault *f)
 	struct wl_access acc = { f->start, f->size, f->kind == ULPT_DENY_R, f->kind == ULPT_DENY_W };
 	uintptr_t s, e;
 
-	if (!f->size && f->kind != ULPT_DENY_X) {     /* mprotect: the instruction tells the size */
-		if (wl_decode(f->ip, f->addr, &acc) < 0) {
-			acc.start = f->addr;
-			acc.size = 1;
-		}
-		wl_access_fix(&acc, f->kind);
+	if (!f->size) {                 /* not decoded (mprotect without capstone): one byte */
+		acc.start = f->addr;
+		acc.size = 1;
 	}
 	s = acc.start;
 	e = s + (acc.size ? acc.size : 1);
@@ -458,7 +459,7 @@ enum ulpt_action agent_fault(struct ulpt_fault *f, void *arg)
 	/* The agent's own accesses (realloc's copy) are not the program's. */
 	if (in_agent)
 		return ULPT_PERMIT;
-	/* What the handler allocates (capstone's qsort, on mprotect) is the agent's. */
+	/* What the handler allocates is the agent's. */
 	enum ulpt_action a;
 	in_agent++;
 	if (ag.heap != HEAP_OFF && in_arena(f->addr))

@@ -287,8 +287,6 @@ int wl_init_shared(void)
 			return -ENOMEM;
 	}
 	wl.mem_fd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
-	if (wl.backend == ULPT_BACKEND_MPROTECT && wl_decode_init() < 0)
-		return -ENOMEM;
 	calibrate();
 	wl.ready = 1;
 	return 0;
@@ -508,10 +506,7 @@ enum ulpt_action wl_handle_fault(struct ulpt_fault *f)
 	}
 	if (f->kind == ULPT_DENY_X)
 		return ULPT_DEFAULT;
-	/* The mprotect backend knows only the address: the instruction says the rest. */
-	if (!f->size && wl_decode(f->ip, f->addr, &acc) == 0) {
-		wl_access_fix(&acc, f->kind);
-	} else if (!f->size) {
+	if (!f->size) {                 /* not decoded (mprotect without capstone) */
 		acc.start = f->addr;
 		acc.size = 1;
 	}
@@ -524,8 +519,8 @@ enum ulpt_action wl_handle_fault(struct ulpt_fault *f)
 		return ULPT_DEFAULT;        /* not a watched page: not ours */
 	}
 	__atomic_add_fetch(&wl.faults, 1, __ATOMIC_RELAXED);
-	/* A write access matches watches for reads only if it also reads (read-modify-write on
-	 * the mprotect backend, where one fault covers both). */
+	/* A write matches only the watches for writes (a read-modify-write's read is its own
+	 * fault, on both backends). */
 	if (kind == WL_WRITE && !acc.reads) {
 		int m = 0;
 		for (int k = 0; k < n; k++)

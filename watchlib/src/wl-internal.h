@@ -23,28 +23,13 @@ int wl_mem_reserved(uintptr_t lo, uintptr_t hi, uintptr_t *rlo, uintptr_t *rhi) 
 void wl_mem_fork_lock(void) WL_HIDDEN;             /* its lock, held across a fork */
 void wl_mem_fork_unlock(void) WL_HIDDEN;
 
-/* decode.c: what the instruction at ip accesses, for the mprotect backend, which knows only
- * the faulting address: the access starts there (as the CPU reports it), its size is the
- * largest memory operand's, and whether the instruction reads and writes memory. 0, or -1 if
- * the instruction cannot be decoded. */
+/* An access as watchlib decides it: from the fault record (libulpt fills it on both backends;
+ * a record it could not decode has size 0: one byte at the address). */
 struct wl_access {
 	uintptr_t start;
 	size_t size;
 	int reads, writes;
 };
-int wl_decode(uintptr_t ip, uintptr_t addr, struct wl_access *a) WL_HIDDEN;
-int wl_decode_init(void) WL_HIDDEN;
-
-/* The CPU's word wins over the decoder's operand flags (capstone's are wrong for some vector
- * stores): a write fault is a write, a read fault a read; the other kind too only when the
- * decoder says the instruction does both (a read-modify-write: one fault, one step, on mprotect). */
-static inline void wl_access_fix(struct wl_access *a, unsigned fault_kind)
-{
-	int both = a->reads && a->writes;
-
-	a->reads = fault_kind == ULPT_DENY_R || both;
-	a->writes = fault_kind == ULPT_DENY_W || both;
-}
 
 /* watch.c */
 /* The watchpoint part of the fault handler: ULPT_DEFAULT means "not a watched address"
