@@ -35,7 +35,7 @@ KINDS = {  # command: (agent mode, GDB's name in a stop, in info watchpoints)
     "rwatch": (WL_READ, "Hardware read watchpoint", "read watchpoint"),
     "awatch": (WL_READ | WL_WRITE, "Hardware access (read/write) watchpoint", "acc watchpoint"),
 }
-AGENT_VERSION = 1   # watchlib/preload/gdb.c's ulpt_gdb_version
+AGENT_VERSION = 2   # watchlib/preload/gdb.c's ulpt_gdb_version
 
 
 class Watch:
@@ -428,6 +428,19 @@ def ensure_stop_bp():
         S.signal_bp = SignalBreakpoint()
 
 
+def set_pc(pc):
+    """The selected thread's PC. GDB then looks for the frame that was selected (the stub's)
+    in the program's stack, unwinding it to its end, which costs more than the rest of the
+    stop: with a backtrace limit of 1 it stops at the first frame (the limit is the user's
+    again once the PC is written, and it is never cached)."""
+    lim = gdb.parameter("backtrace limit")
+    gdb.execute("set backtrace limit 1", to_string=True)
+    try:
+        gdb.parse_and_eval("$pc = %d" % pc)
+    finally:
+        gdb.execute("set backtrace limit %s" % (lim or "unlimited"), to_string=True)
+
+
 # struct gdb_rec (gdb.c): resume, ip, n, stepping, then 8 hits of (id, kind).
 REC = struct.Struct("<QQII16i")
 
@@ -448,7 +461,7 @@ class TrapBreakpoint(gdb.Breakpoint):
             rec = REC.unpack(bytes(gdb.selected_inferior().read_memory(fs + S.tpoff,
                                                                        REC.size)))
             resume, ip, n, stepping = rec[0], rec[1], min(rec[2], 8), rec[3] != 0
-            gdb.parse_and_eval("$pc = %d" % resume)
+            set_pc(resume)
         except (gdb.error, gdb.MemoryError, TypeError):
             return False        # the stub's own code goes on to the program
         hits = []

@@ -9,7 +9,7 @@
  *   for it: a write that left a `watch' watchpoint's value as it was, an access by another
  *   thread than the watchpoint's.
  * - ULPT backend: one stop per hit, as a hardware watchpoint's. The hits go into the thread's
- *   stop record (ulpt_gdb_rec) and the after-call sends the program on through
+ *   stop record (gdb_rec, at ulpt_gdb_rec_tpoff from its thread pointer) and the after-call sends the program on through
  *   ulpt_gdb_trap instead of straight to its next instruction: a stub that runs with every
  *   register the program's and jumps to that instruction (the record's resume). The
  *   extension keeps a breakpoint on the stub's first instruction; its stop() reads the
@@ -24,9 +24,9 @@
  * - GDB single-steps with TF. When its step covers an instruction that hits a watchpoint, the
  *   handler and the after-call run inside that step (libulpt keeps TF for the program's next
  *   instruction), and a breakpoint trap in the after-call would end the step in the agent's
- *   code. So the agent clears the step's TF and says so to ulpt_gdb_stop (`stepping'): the
- *   extension then ends the step itself at the program's next instruction, as GDB ends a step
- *   at a hardware watchpoint's hit.
+ *   code. So the agent clears the step's TF and says so (`stepping', in the stop record or to
+ *   ulpt_gdb_stop): the extension then ends the step itself at the program's next
+ *   instruction, as GDB ends a step at a hardware watchpoint's hit.
  * - On the mprotect backend GDB's single step goes into libulpt's SIGSEGV handler: GDB puts a
  *   breakpoint (int3) at the instruction and waits for the handler to return there, but
  *   libulpt runs the instruction out of line and goes on after it: the step would never end.
@@ -48,7 +48,7 @@
 __thread struct gdb_after gdb_after __attribute__((tls_model("initial-exec")));
 
 /* Read by the extension: the interface it was written for. */
-GDB_API const int ulpt_gdb_version = 1;
+GDB_API const int ulpt_gdb_version = 2;
 
 /* Per watchpoint id: what filters its hits before they stop (ids are watchlib's, dense from
  * 0; the table is address space committed as touched). */
