@@ -54,7 +54,7 @@ typedef struct UlptState {
     bool uiret_tf;
     /* Delivery or UIRET is accessing the frame: not ULPT-checked. */
     bool frame_access;
-    /* Set by every ULPT fill: the page walk allowed the access (paging_first). */
+    /* Set by every ULPT fill: paging allowed the access (paging_first). */
     bool paging_ok;
     /*
      * A view store is being re-executed alone so that other CPUs can be

@@ -348,46 +348,57 @@ static enum ulpt_action record_all(struct ulpt_fault *f, void *arg)
 	return ULPT_PERMIT;
 }
 
-static int rec_is1(int i, const volatile void *start, size_t size, unsigned kind)
+/* The accesses, each at p (a page denying reads and writes; p + 4096 open), and the records
+ * each makes: offset from p, size and kind of each, in order. */
+static void fr_load(volatile char *p) { (void)*(volatile uint64_t *)(p + 8); }
+static void fr_store(volatile char *p) { *(volatile uint32_t *)(p + 16) = 1; }
+static void fr_rmw(volatile char *p) { asm volatile("addq $1, (%0)" :: "r"(p + 24) : "memory", "cc"); }
+static void fr_movsb(volatile char *p)
 {
-	return rec_log[i].start == (uintptr_t)start && rec_log[i].size == size &&
-	       rec_log[i].kind == kind && rec_log[i].addr - rec_log[i].start < size;
+	char *d = (char *)p + 4096, *sv = (char *)p + 40;
+	asm volatile("movsb" : "+D"(d), "+S"(sv) : : "memory");
 }
+static void fr_movdqu(volatile char *p)
+{
+	asm volatile("movdqu (%0), %%xmm0\n movdqu %%xmm0, 16(%0)" :: "r"(p + 64) : "memory", "xmm0");
+}
+
+static const struct {
+	void (*fn)(volatile char *);
+	const char *what;
+	int n;
+	struct { unsigned off, size, kind; } r[2];
+} fr_cases[] = {
+	{ fr_load, "a load: 8 bytes, R", 1, { { 8, 8, ULPT_DENY_R } } },
+	{ fr_store, "a store: 4 bytes, W", 1, { { 16, 4, ULPT_DENY_W } } },
+	{ fr_rmw, "a read-modify-write: R, then W, 8 bytes each", 2,
+	  { { 24, 8, ULPT_DENY_R }, { 24, 8, ULPT_DENY_W } } },
+	{ fr_movsb, "movsb from the page: its read, 1 byte", 1, { { 40, 1, ULPT_DENY_R } } },
+	{ fr_movdqu, "movdqu load and store: 16 bytes each", 2,
+	  { { 64, 16, ULPT_DENY_R }, { 80, 16, ULPT_DENY_W } } },
+};
 
 static int t_fault_record(void)
 {
-	volatile char *p = pages(2), *q = p + 4096;
-	char *d = (char *)q, *sv = (char *)p + 40;
-	uint64_t t;
+	volatile char *p = pages(2);
 
 	CHECK(ulpt_init(backend) == 0 && ulpt_set_handler(record_all, NULL, 0) == 0 &&
 	      ulpt_protect((void *)p, 4096, ULPT_DENY_RW) == 0, "setup");
-	rec_n = 0;
-	t = *(volatile uint64_t *)(p + 8);
-	asm volatile("" ::: "memory");     /* the handler wrote rec_log */
-	CHECK(rec_n == 1 && rec_is1(0, p + 8, 8, ULPT_DENY_R), "a load: start, 8 bytes, R (%d: %#lx %zu %u)",
-	      rec_n, (unsigned long)(rec_log[0].start - (uintptr_t)p), rec_log[0].size, rec_log[0].kind);
-	rec_n = 0;
-	*(volatile uint32_t *)(p + 16) = (uint32_t)t;
-	asm volatile("" ::: "memory");     /* the handler wrote rec_log */
-	CHECK(rec_n == 1 && rec_is1(0, p + 16, 4, ULPT_DENY_W), "a store: 4 bytes, W (%d: %zu %u)",
-	      rec_n, rec_log[0].size, rec_log[0].kind);
-	rec_n = 0;
-	asm volatile("addq $1, (%0)" :: "r"(p + 24) : "memory", "cc");
-	asm volatile("" ::: "memory");     /* the handler wrote rec_log */
-	CHECK(rec_n == 2 && rec_is1(0, p + 24, 8, ULPT_DENY_R) && rec_is1(1, p + 24, 8, ULPT_DENY_W),
-	      "a read-modify-write: R, then W, 8 bytes each (%d: %u %u)", rec_n, rec_log[0].kind,
-	      rec_log[1].kind);
-	rec_n = 0;
-	asm volatile("movsb" : "+D"(d), "+S"(sv) : : "memory");
-	asm volatile("" ::: "memory");     /* the handler wrote rec_log */
-	CHECK(rec_n == 1 && rec_is1(0, p + 40, 1, ULPT_DENY_R), "movsb from the page: its read, 1 byte (%d: %zu %u)",
-	      rec_n, rec_log[0].size, rec_log[0].kind);
-	rec_n = 0;
-	asm volatile("movdqu (%0), %%xmm0\n movdqu %%xmm0, 16(%0)" :: "r"(p + 64) : "memory", "xmm0");
-	asm volatile("" ::: "memory");     /* the handler wrote rec_log */
-	CHECK(rec_n == 2 && rec_is1(0, p + 64, 16, ULPT_DENY_R) && rec_is1(1, p + 80, 16, ULPT_DENY_W),
-	      "movdqu load and store: 16 bytes each (%d: %zu %zu)", rec_n, rec_log[0].size, rec_log[1].size);
+	for (unsigned c = 0; c < sizeof(fr_cases) / sizeof(fr_cases[0]); c++) {
+		int ok;
+
+		rec_n = 0;
+		fr_cases[c].fn(p);
+		asm volatile("" ::: "memory");     /* the handler wrote rec_log */
+		ok = rec_n == fr_cases[c].n;
+		for (int i = 0; ok && i < rec_n; i++)
+			ok = rec_log[i].start == (uintptr_t)(p + fr_cases[c].r[i].off) &&
+			     rec_log[i].size == fr_cases[c].r[i].size &&
+			     rec_log[i].kind == fr_cases[c].r[i].kind &&
+			     rec_log[i].addr - rec_log[i].start < rec_log[i].size;
+		CHECK(ok, "%s (%d records; the first: +%ld, %zu bytes, kind %u)", fr_cases[c].what, rec_n,
+		      (long)(rec_log[0].start - (uintptr_t)p), rec_log[0].size, rec_log[0].kind);
+	}
 	return 0;
 }
 

@@ -1427,8 +1427,11 @@ static void *sw_plain(void *arg)
 
 	t->err = ulpt_ul(ARCH_ULPT_SET_HANDLER, (unsigned long)ulpt_entry) ? errno : 0;
 	pthread_barrier_wait(&sw_bar);
-	while (!t->err && !READ_ONCE(sw_stop)) {
+	/* At least one store, also when the loggers are done before this thread runs. */
+	while (!t->err) {
 		log_store(t->var, t->stores++);
+		if (READ_ONCE(sw_stop))
+			break;
 		for (i = 0; i < 1000; i++)
 			asm volatile("" ::: "memory");
 	}
