@@ -563,7 +563,9 @@ bool ulpt_tlb_fill(CPUState *cs, vaddr addr, int size, MMUAccessType type,
     bool malformed;
     UlptEntry e;
 
-    env->ulpt.paging_ok = true;     /* the walk allowed it (paging_first) */
+    if (probe) {
+        env->ulpt.paging_ok = true; /* the walk allowed it (paging_first) */
+    }
 
     if (ulpt_in_view(env->ulpt.view, addr)) {
         /*

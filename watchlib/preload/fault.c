@@ -240,6 +240,24 @@ void heap_log_records(const struct ulpt_log_rec *r, size_t n, void *arg)
 	heap_counts_add(&c, n, wl_now_ns() - t0);
 }
 
+/* The record in sl, freed for the CPU (its V bit cleared): 0 if none waits there. A size of 0
+ * (not known) is one byte. */
+static inline int slot_take(struct ulpt_log_slot *sl, uintptr_t *s, uintptr_t *ip,
+			    unsigned *size, unsigned *kind)
+{
+	uint64_t info = __atomic_load_n(&sl->info, __ATOMIC_ACQUIRE);
+
+	if (!(info & ULPT_LOG_V_))
+		return 0;
+	*s = sl->start;
+	*ip = sl->ip;
+	*size = (unsigned)(info >> 16) & 0xffff;
+	*size += !*size;
+	*kind = info & 7;
+	__atomic_store_n(&sl->info, 0, __ATOMIC_RELEASE);
+	return 1;
+}
+
 /* The same straight from the ring (ulpt_log_set_raw), the hot loop of --heap: a record that
  * lies within the bytes of the block the previous one hit is a hit with no lookup (blocks do
  * not change during a drain: free and realloc drain first), and the ring is walked without a
@@ -256,17 +274,13 @@ size_t heap_log_raw(struct ulpt_log_ring *r, void *arg)
 
 	(void)arg;
 	for (;; head++) {
-		struct ulpt_log_slot *sl = &slots[head & mask];
-		uint64_t info = __atomic_load_n(&sl->info, __ATOMIC_ACQUIRE);
-		uintptr_t s = sl->start, ip = sl->ip;
-		unsigned size = (unsigned)(info >> 16) & 0xffff, kind = info & 7;
+		uintptr_t s, ip;
+		unsigned size, kind;
 
-		if (!(info & ULPT_LOG_V_))
+		if (!slot_take(&slots[head & mask], &s, &ip, &size, &kind))
 			break;
-		__atomic_store_n(&sl->info, 0, __ATOMIC_RELEASE);
 		if (log_discard)
 			continue;
-		size += !size;
 		if ((kinds & kind) &&
 		    ((s >= lo[0] && s + size <= hi[0]) || (s >= lo[1] && s + size <= hi[1]) ||
 		     (s >= lo[2] && s + size <= hi[2]) || (s >= lo[3] && s + size <= hi[3]))) {
@@ -331,17 +345,13 @@ size_t heap_check_log_raw(struct ulpt_log_ring *r, void *arg)
 
 	(void)arg;
 	for (;; head++) {
-		struct ulpt_log_slot *sl = &slots[head & mask];
-		uint64_t info = __atomic_load_n(&sl->info, __ATOMIC_ACQUIRE);
-		uintptr_t s = sl->start, ip = sl->ip;
-		unsigned size = (unsigned)(info >> 16) & 0xffff, kind = info & 7;
+		uintptr_t s, ip;
+		unsigned size, kind;
 		uint32_t bid = 0;
 		enum err_kind k;
 
-		if (!(info & ULPT_LOG_V_))
+		if (!slot_take(&slots[head & mask], &s, &ip, &size, &kind))
 			break;
-		__atomic_store_n(&sl->info, 0, __ATOMIC_RELEASE);
-		size += !size;
 		if (log_discard || (s >= lo && s + size <= hi))
 			continue;           /* the agent's own, or inside the last block found */
 		k = heap_classify(s, s + size, ip, kind == ULPT_DENY_R, &bid);
@@ -374,7 +384,8 @@ void heap_log_sync(void)
 	if (!ag.heap_log)
 		return;
 	if (agent_tid() != ag.log_tid) {
-		__atomic_add_fetch(&other_frees, 1, __ATOMIC_RELEASE);
+		if (ag.heap == HEAP_CHECK)
+			__atomic_add_fetch(&other_frees, 1, __ATOMIC_RELEASE);
 		return;                 /* only the main thread drains its log */
 	}
 	ulpt_log_drain();
@@ -392,13 +403,10 @@ void heap_log_own(int begin)
 {
 	if (!ag.heap_log)
 		return;
-	if (begin) {
-		ulpt_log_drain();   /* the program's records so far are counted */
-		log_discard = 1;    /* a threshold event in the agent's copy drains its own records */
-	} else {
-		ulpt_log_drain();
-		log_discard = 0;
-	}
+	/* Begin: the program's records so far are counted, then a threshold event in the
+	 * agent's copy drains its own as discarded. End: the copy's go. */
+	ulpt_log_drain();
+	log_discard = begin;
 }
 
 static enum ulpt_action heap_fault_(struct ulpt_fault *f)
