@@ -166,6 +166,10 @@ bool ulpt_msr_write_ok(uint32_t msr, uint64_t val, unsigned phys_bits,
         return (val & (ULPT_LOG_ALIGN - 1)) == 0 &&
                ulpt_canonical(val, va_bits);
     case MSR_ULPT_LOG_CTL:
+        if (val & ULPT_LOG_CTL_COUNT) {
+            /* A count table has no ring: no size, no threshold (6.3). */
+            return (val & ~ULPT_LOG_CTL_COUNT) == 0;
+        }
         return (val & ULPT_LOG_CTL_RSVD_MASK) == 0 &&
                (val & ULPT_LOG_CTL_SIZE_MASK) <= ULPT_LOG_MAX_SHIFT &&
                (val >> ULPT_LOG_CTL_THRESH_SHIFT) <=

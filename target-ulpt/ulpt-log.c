@@ -11,6 +11,8 @@
  * records: the slots stay free and the instruction logs again when it runs
  * again. So each access that completes has exactly one record, and a
  * consumer on another CPU never sees a record of an abandoned instruction.
+ * A count table (6.3) goes the same way: the counter's address is staged
+ * and the addition made at publication.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -74,6 +76,20 @@ void ulpt_log_cover(CPUX86State *env, uint64_t start, unsigned size,
     env->ulpt.log_cover_kind = kind;
 }
 
+/*
+ * Where the access's record goes: its slot (6.2) or, in a count table, the
+ * counter of its kind in the line of its first byte (6.3).
+ */
+static uint64_t target_va(const UlptState *u, uint64_t start, unsigned kind,
+                          unsigned n, bool count)
+{
+    if (count) {
+        return u->log_base + (start >> ULPT_LINE_SHIFT) * ULPT_CNT_SIZE +
+               (kind == ULPT_KIND_W ? 8 * ULPT_CNT_WRITE : 8 * ULPT_CNT_READ);
+    }
+    return slot_va(u, u->log_index + n);
+}
+
 UlptLogStage ulpt_log_stage(CPUX86State *env, uint64_t start, unsigned size,
                             unsigned kind, unsigned reason,
                             const uint64_t *val, uintptr_t ra)
@@ -81,6 +97,8 @@ UlptLogStage ulpt_log_stage(CPUX86State *env, uint64_t start, unsigned size,
     UlptState *u = &env->ulpt;
     unsigned n = u->log_staged;
     int mmu_idx = cpu_mmu_index(env, false);
+    bool count = u->log_ctl & ULPT_LOG_CTL_COUNT;
+    unsigned len = count ? 8 : ULPT_REC_SIZE;
     uint64_t va, info, value = 0;
     uint8_t *host;
 
@@ -99,15 +117,17 @@ UlptLogStage ulpt_log_stage(CPUX86State *env, uint64_t start, unsigned size,
         /* More accesses than any instruction makes (ENTER's 62 at most). */
         return ULPT_LOG_FULL;
     }
-    va = slot_va(u, u->log_index + n);
+    va = target_va(u, start, kind, n, count);
     /*
-     * The slot through paging, not ULPT (R-LOG-3): a fault is the #PF of
-     * this write, at this instruction, which then logs nothing.
+     * The slot or counter through paging, not ULPT (R-LOG-3, R-CNT-2): a
+     * fault is the #PF of this write, at this instruction, which then logs
+     * nothing. Never a store to the table; a counter's address is computed
+     * modulo 2^64 and may not be canonical.
      */
-    if (ulpt_in_view(u->view, va) ||
-        ulpt_in_view(u->view, va + ULPT_REC_SIZE - 1)) {
+    if (ulpt_in_view(u->view, va) || ulpt_in_view(u->view, va + len - 1) ||
+        (count && !ulpt_canonical(va, ulpt_va_bits(env)))) {
         env->ulpt_stats.log_full++;
-        return ULPT_LOG_FULL;   /* never a store to the table (R-LOG-3) */
+        return ULPT_LOG_FULL;
     }
     host = slot_host(env, va, mmu_idx);
     if (host) {
@@ -122,14 +142,13 @@ UlptLogStage ulpt_log_stage(CPUX86State *env, uint64_t start, unsigned size,
         return ULPT_LOG_FULL;
     } else {
         /*
-         * The slot's page is not in the TLB as writable RAM: walk to it
-         * (R-LOG-3: its #PF is raised here, at this instruction), then run
-         * the instruction again, as the fill may have evicted the entry its
+         * The page is not in the TLB as writable RAM: walk to it (R-LOG-3:
+         * its #PF is raised here, at this instruction), then run the
+         * instruction again, as the fill may have evicted the entry its
          * access is using. The next time both are in the TLB.
          */
         u->frame_access = true;
-        host = probe_access(env, va, ULPT_REC_SIZE, MMU_DATA_STORE, mmu_idx,
-                            ra);
+        host = probe_access(env, va, len, MMU_DATA_STORE, mmu_idx, ra);
         u->frame_access = false;
         if (!host) {
             env->ulpt_stats.log_full++;
@@ -137,6 +156,17 @@ UlptLogStage ulpt_log_stage(CPUX86State *env, uint64_t start, unsigned size,
         }
         u->log_retry = true;
         cpu_loop_exit_restore(env_cpu(env), ra);
+    }
+    u->log_stage[n].start = start;
+    u->log_stage[n].ra = ra;
+    u->log_stage[n].kind = kind;
+    u->log_stage[n].count = count;
+    if (count) {
+        /* Added to when the instruction completes (R-CNT-1). */
+        u->log_stage[n].host = (uint64_t *)host;
+        u->log_stage[n].size = 0;
+        u->log_staged = n + 1;
+        return ULPT_LOG_STAGED;
     }
     info = ldq_le_p(host + 8);
     if (info & ULPT_REC_V) {
@@ -157,11 +187,23 @@ UlptLogStage ulpt_log_stage(CPUX86State *env, uint64_t start, unsigned size,
     stq_le_p(host + 24, value);
     u->log_stage[n].host = (uint64_t *)(host + 8);
     u->log_stage[n].info = info | ULPT_REC_V;
-    u->log_stage[n].start = start;
-    u->log_stage[n].ra = ra;
-    u->log_stage[n].kind = kind;
     u->log_staged = n + 1;
     return ULPT_LOG_STAGED;
+}
+
+/* One more in a little-endian counter that other CPUs add to (R-CNT-2). */
+static void count_one(uint64_t *counter)
+{
+#if HOST_BIG_ENDIAN
+    uint64_t old = qatomic_read(counter), seen;
+
+    while ((seen = qatomic_cmpxchg(counter, old,
+                                   cpu_to_le64(le64_to_cpu(old) + 1))) != old) {
+        old = seen;
+    }
+#else
+    qatomic_inc(counter);
+#endif
 }
 
 /*
@@ -217,7 +259,12 @@ bool ulpt_log_publish(CPUX86State *env)
     /* The other words first, then V (R-LOG-6). */
     smp_wmb();
     for (unsigned i = 0; i < n; i++) {
-        qatomic_set(u->log_stage[i].host, cpu_to_le64(u->log_stage[i].info));
+        if (u->log_stage[i].count) {
+            count_one(u->log_stage[i].host);
+        } else {
+            qatomic_set(u->log_stage[i].host,
+                        cpu_to_le64(u->log_stage[i].info));
+        }
     }
     u->log_index += n;
     env->ulpt_stats.log_records += n;

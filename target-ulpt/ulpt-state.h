@@ -28,6 +28,7 @@ typedef struct UlptState {
         uintptr_t ra;
         uint8_t kind;
         uint8_t size;               /* a write's bytes to read back, or 0 */
+        bool count;                 /* host: a counter to add one to (6.3) */
     } log_stage[64];
     /* A wide access probed whole (ulpt-probe.c) and logged, not its parts. */
     uint64_t log_cover_start, log_cover_size;

@@ -37,7 +37,9 @@
 #define ULPT_LOG_MAX_SHIFT     24
 /* Bits 63:32 of ULPT_LOG_CTL: the log event's threshold. */
 #define ULPT_LOG_CTL_THRESH_SHIFT 32
-#define ULPT_LOG_CTL_RSVD_MASK 0x00000000ffffffe0ull
+/* Bit 5: the log is a count table (spec 6.3); SIZE and THRESH are then 0. */
+#define ULPT_LOG_CTL_COUNT     0x20ull
+#define ULPT_LOG_CTL_RSVD_MASK 0x00000000ffffffc0ull
 #define ULPT_LOG_ALIGN         32ull          /* ULPT_LOG_BASE alignment */
 #define ULPT_REC_SIZE          32             /* bytes per record */
 /* Word indexes in a record; info's bits as the frame's, and VAL, V. */
@@ -48,6 +50,11 @@
 #define ULPT_REC_VAL           0x100000000ULL /* value holds the bytes */
 /* info: the slot holds a record. */
 #define ULPT_REC_V             0x8000000000000000ULL
+/* The count table (spec 6.3): a line's read and write counters, 8 bytes each, at
+ * LOG_BASE + (start >> ULPT_LINE_SHIFT) * ULPT_CNT_SIZE. */
+#define ULPT_CNT_SIZE          16
+#define ULPT_CNT_READ          0              /* word index of the read counter */
+#define ULPT_CNT_WRITE         1              /* and of the write counter */
 
 /* Table geometry (spec 4.1). */
 #define ULPT_VA_BITS           47

@@ -408,9 +408,17 @@ static void msr2_limits(void)
     bm_ok(try_wrmsr(MSR_ULPT_ROOT, 1ull << 52) == -1, "R-MSR-2: ROOT above MAXPHYADDR #GP");
     bm_ok(try_wrmsr(MSR_ULPT_VIEW, (1ull << 47) - (1ull << 38)) == -1, "R-MSR-2: VIEW + 2^39 beyond 2^47 #GP");
     bm_ok(try_wrmsr(MSR_ULPT_LOG_BASE, 0x0000800000000000ull) == -1, "R-MSR-2: a non-canonical LOG_BASE #GP");
-    bm_ok(try_wrmsr(MSR_ULPT_LOG_CTL, 25) == -1 && try_wrmsr(MSR_ULPT_LOG_CTL, 1ull << 5) == -1 &&
+    bm_ok(try_wrmsr(MSR_ULPT_LOG_CTL, 25) == -1 && try_wrmsr(MSR_ULPT_LOG_CTL, 1ull << 6) == -1 &&
+          try_wrmsr(MSR_ULPT_LOG_CTL, 1ull << 31) == -1 &&
           try_wrmsr(MSR_ULPT_LOG_CTL, 24 | (1ull << 24) << 32) == 0 && try_wrmsr(MSR_ULPT_LOG_CTL, 0) == 0,
           "R-MSR-2: LOG_CTL SIZE above 24 and reserved bits #GP; THRESH = 2^SIZE is fine");
+    uint64_t v = 0;
+    bm_ok(try_wrmsr(MSR_ULPT_LOG_CTL, ULPT_LOG_CTL_COUNT | 1) == -1 &&
+          try_wrmsr(MSR_ULPT_LOG_CTL, ULPT_LOG_CTL_COUNT | 1ull << 32) == -1 &&
+          try_wrmsr(MSR_ULPT_LOG_CTL, ULPT_LOG_CTL_COUNT) == 0 && try_rdmsr(MSR_ULPT_LOG_CTL, &v) == 0 &&
+          v == ULPT_LOG_CTL_COUNT && try_wrmsr(MSR_ULPT_LOG_CTL, ULPT_LOG_CTL_COUNT | 1ull << 6) == -1 &&
+          try_wrmsr(MSR_ULPT_LOG_CTL, 0) == 0,
+          "R-MSR-2: LOG_CTL COUNT with SIZE or THRESH not 0 #GP; COUNT alone reads back");
 }
 
 /* ROOT and CTL writes apply at once; with CTL.EN=0 nothing is checked. */
@@ -2097,6 +2105,168 @@ static void coh5_malformed(void)
     bm_ok(bad == 0, "R-COH-5: after one store making the entry malformed, a call into code that ran faults (%u of 20 missed)", bad);
 }
 
+/* === Section 6.3: counting ============================================================== */
+
+/* A count table covering tp[0..7] (256 lines, 16 bytes each: one page), every counter 0. */
+static uint8_t cntbuf[PAGE] __attribute__((aligned(4096)));
+static uint64_t cnt_base(void) { return va(cntbuf) - (va(tp[0]) >> ULPT_LINE_SHIFT) * ULPT_CNT_SIZE; }
+static void cnt_setup(void)
+{
+    for (unsigned i = 0; i < PAGE; i++)
+        cntbuf[i] = 0;
+    for (unsigned i = 0; i < PAGE; i++)
+        logbuf[i] = 0;
+    log_nslots = 1;
+    wrmsr(MSR_ULPT_LOG_BASE, cnt_base());
+    wrmsr(MSR_ULPT_LOG_CTL, ULPT_LOG_CTL_COUNT);
+    wrmsr(MSR_ULPT_LOG_INDEX, 0);
+}
+/* The counter of `word` (ULPT_CNT_READ or _WRITE) of the line that holds p. */
+static volatile uint64_t *cnt(void *p, unsigned word)
+{
+    return (volatile uint64_t *)(cntbuf + ((va(p) - va(tp[0])) >> ULPT_LINE_SHIFT) * ULPT_CNT_SIZE) + word;
+}
+static uint64_t cnt_sum(void)
+{
+    uint64_t n = 0;
+    for (unsigned i = 0; i < PAGE / 8; i++)
+        n += ((volatile uint64_t *)cntbuf)[i];
+    return n;
+}
+
+/* R-CNT-1: a logged access adds one to its kind's counter in the line of its first byte, when
+   the instruction completes; a straddle once, a RMW one each, a REP string per iteration; no
+   record, no event, no full slot. */
+static void cnt1_counted(void)
+{
+    uint64_t r;
+
+    fresh((uint64_t)ulpt_entry);
+    hreset(ACT_PERMIT);
+    cnt_setup();
+    ulpt_kset(va(tp[1]), ULPT_LOG, ULPT_LINE_NW(0));
+    *(volatile uint64_t *)tp[1] = 0;
+    r = run_user_default(u_write8, tp[1]);
+    bm_ok(r == 0x80 && hcount == 0 && *(volatile uint64_t *)tp[1] == 0x55 && *cnt(tp[1], ULPT_CNT_WRITE) == 1 &&
+          cnt_sum() == 1 && rdmsr(MSR_ULPT_LOG_INDEX) == 1 && logbuf[8] == 0 && logbuf[0] == 0,
+          "R-CNT-1: a write to a line a LOG entry denies is made and counted (write counter %lu, index %lu), no record",
+          *cnt(tp[1], ULPT_CNT_WRITE), rdmsr(MSR_ULPT_LOG_INDEX));
+    ulpt_kset(va(tp[1]), ULPT_LOG | ULPT_NR, 0);
+    r = run_user_default(u_read8, tp[1] + 200);
+    bm_ok(r == 0x80 && hcount == 0 && *cnt(tp[1] + 128, ULPT_CNT_READ) == 1 && cnt_sum() == 2,
+          "R-CNT-1: a read a LOG entry's page rights deny adds to its line's read counter");
+    /* A RMW: one read and one write. */
+    ulpt_kset(va(tp[3]), ULPT_LOG, ULPT_LINE_NR(1) | ULPT_LINE_NW(1));
+    r = run_user_default(u_add, tp[3] + 128);
+    r |= run_user_default(u_lock_add, tp[3] + 136);
+    bm_ok(r == 0x80 && *cnt(tp[3] + 128, ULPT_CNT_READ) == 2 && *cnt(tp[3] + 128, ULPT_CNT_WRITE) == 2 &&
+          cnt_sum() == 6, "R-CNT-1: a read-modify-write (plain and locked) adds one to each counter");
+    /* Straddling two lines of two pages: once, in the line of the first byte. */
+    ulpt_kset(va(tp[4]), ULPT_LOG, ULPT_LINE_NW(0));
+    ulpt_kset(va(tp[3]), ULPT_LOG, ULPT_LINE_NW(31));
+    r = run_user_default(u_write8, tp[4] - 4);
+    bm_ok(r == 0x80 && *cnt(tp[4] - 4, ULPT_CNT_WRITE) == 1 && *cnt(tp[4], ULPT_CNT_WRITE) == 0 &&
+          cnt_sum() == 7, "R-CNT-1: a write straddling two counted pages adds one, in its first byte's line");
+    /* rep stosb of 120 bytes from offset 100: 28 in line 0, 92 in line 1. */
+    ulpt_kset(va(tp[5]), ULPT_LOG, ULPT_LINE_NW(0) | ULPT_LINE_NW(1));
+    struct rep_args ra = { tp[5] + 100, 0, 120 };
+    r = run_user_default(u_stos, &ra);
+    bm_ok(r == 0x80 && *cnt(tp[5], ULPT_CNT_WRITE) == 28 && *cnt(tp[5] + 128, ULPT_CNT_WRITE) == 92 &&
+          rdmsr(MSR_ULPT_LOG_INDEX) == 127,
+          "R-CNT-1: rep stosb of 120 bytes: one per iteration (%lu + %lu, index %lu)",
+          *cnt(tp[5], ULPT_CNT_WRITE), *cnt(tp[5] + 128, ULPT_CNT_WRITE), rdmsr(MSR_ULPT_LOG_INDEX));
+    /* movs whose write faults (#PF): nothing counted; run again, once. */
+    ulpt_kset(va(tp[6]), ULPT_LOG | ULPT_NR, 0);
+    struct movs_args ma = { tp[6], tp[2] };
+    uint64_t *pte = pte_of(tp[2]), old = *pte;
+    *pte &= ~1ull;
+    invlpg(tp[2]);
+    r = run_user_default(u_movsq, &ma);
+    int none = r == 14 && *cnt(tp[6], ULPT_CNT_READ) == 0 && rdmsr(MSR_ULPT_LOG_INDEX) == 127;
+    *pte = old;
+    invlpg(tp[2]);
+    r = run_user_default(u_movsq, &ma);
+    bm_ok(none && r == 0x80 && *cnt(tp[6], ULPT_CNT_READ) == 1 && rdmsr(MSR_ULPT_LOG_INDEX) == 128,
+          "R-CNT-1: an instruction a #PF abandons counts nothing; run again, once");
+    /* 1,000 stores to one line: no slot fills, no event, no delivery. */
+    hcount = 0;
+    ulpt_kset(va(tp[1]), ULPT_LOG, ULPT_LINE_NW(0));
+    for (int i = 0; i < 1000; i++)
+        r |= run_user_default(u_write8, tp[1] + 8);
+    bm_ok(r == 0x80 && hcount == 0 && *cnt(tp[1], ULPT_CNT_WRITE) == 1001,
+          "R-CNT-1: 1,000 more stores to one line: counted (%lu), never full, no event, no delivery",
+          *cnt(tp[1], ULPT_CNT_WRITE));
+    /* A fetch is never counted; a part denied without LOG is delivered, not counted. */
+    hcount = 0;
+    uint64_t before = cnt_sum();
+    tp[7][0] = 0xc3;
+    ulpt_kset(va(tp[7]), ULPT_LOG | ULPT_NX, 0);
+    r = run_user_default(u_call, tp[7]);
+    ulpt_kset(va(tp[7]), 0, ULPT_LINE_NW(0));
+    ulpt_kset(va(tp[6]), ULPT_LOG, ULPT_LINE_NW(31));
+    r |= run_user_default(u_write8, tp[7] - 4);
+    bm_ok(r == 0x80 && hcount == 2 && cnt_sum() == before,
+          "R-CNT-1: a fetch and an access with a part denied without LOG are delivered, not counted");
+    /* With LOG_BASE 0 the same entries deliver. */
+    wrmsr(MSR_ULPT_LOG_BASE, 0);
+    hcount = 0;
+    r = run_user_default(u_write8, tp[1]);
+    wrmsr(MSR_ULPT_LOG_BASE, cnt_base());
+    bm_ok(r == 0x80 && hcount == 1 && *cnt(tp[1], ULPT_CNT_WRITE) == 1001,
+          "R-CNT-1: with LOG_BASE 0 the access is delivered and not counted");
+    wrmsr(MSR_ULPT_LOG_BASE, 0);
+    wrmsr(MSR_ULPT_LOG_CTL, 0);
+}
+
+/* R-CNT-2: the counter is written through paging, not ULPT: its #PF at the instruction, which
+   is not made; a counter that is not canonical or in the view is a FULL violation; it wraps. */
+static void cnt2_addition(void)
+{
+    uint64_t r;
+
+    fresh((uint64_t)ulpt_entry);
+    hreset(ACT_PERMIT);
+    cnt_setup();
+    ulpt_kset(va(tp[1]), ULPT_LOG, ULPT_LINE_NW(0));
+    *(volatile uint64_t *)tp[1] = 0;
+    uint64_t *pte = pte_of(cntbuf), old = *pte;
+    *pte &= ~2ull;                                 /* the table read-only */
+    invlpg(cntbuf);
+    r = run_user_default(u_write8, tp[1]);
+    *pte = old;
+    invlpg(cntbuf);
+    bm_ok(r == 14 && last_trap.cr2 == (uint64_t)cnt(tp[1], ULPT_CNT_WRITE) && (last_trap.error & PF_W) &&
+          !(last_trap.error & ULPT_PF_ERROR_BIT) && last_trap.rip == (uint64_t)u_write8_insn &&
+          *(volatile uint64_t *)tp[1] == 0 && rdmsr(MSR_ULPT_LOG_INDEX) == 0 && cnt_sum() == 0,
+          "R-CNT-2: a read-only table: #PF of the counter's write (cr2 %lx err %lx), the store not made",
+          last_trap.cr2, last_trap.error);
+    r = run_user_default(u_write8, tp[1]);
+    bm_ok(r == 0x80 && *cnt(tp[1], ULPT_CNT_WRITE) == 1 && *(volatile uint64_t *)tp[1] == 0x55,
+          "R-CNT-2: writable again, the instruction counts and completes");
+    /* It wraps at 2^64. */
+    *cnt(tp[1], ULPT_CNT_WRITE) = ~0ull;
+    r = run_user_default(u_write8, tp[1]);
+    bm_ok(r == 0x80 && *cnt(tp[1], ULPT_CNT_WRITE) == 0 && hcount == 0, "R-CNT-2: a counter wraps at 2^64");
+    /* A counter that is not canonical: FULL, delivered at the access; PERMIT: through, uncounted. */
+    wrmsr(MSR_ULPT_LOG_BASE, 0x00007fffffffffe0ull);
+    r = run_user_default(u_write8, tp[1] + 16);
+    bm_ok(r == 0x80 && hcount == 1 && ULPT_INFO_REASON(hlog[0].w[ULPT_FRAME_INFO]) == ULPT_REASON_FULL &&
+          hlog[0].w[ULPT_FRAME_START] == va(tp[1]) + 16 && hlog[0].w[ULPT_FRAME_RIP] == (uint64_t)u_write8_insn &&
+          cnt_sum() == 0 && rdmsr(MSR_ULPT_LOG_INDEX) == 2,
+          "R-CNT-2: a counter that is not canonical: FULL at the access (info %lx); PERMIT lets it through uncounted",
+          hlog[0].w[ULPT_FRAME_INFO]);
+    /* A counter in the view: FULL, the table untouched. */
+    uint64_t vbase = VIEW_BASE - (va(tp[0]) >> ULPT_LINE_SHIFT) * ULPT_CNT_SIZE;
+    uint64_t e0 = ulpt_view_entry(va(tp[0]))[0], e1 = ulpt_view_entry(va(tp[0]))[1];
+    wrmsr(MSR_ULPT_LOG_BASE, vbase);
+    r = run_user_default(u_write8, tp[1] + 24);
+    bm_ok(r == 0x80 && hcount == 2 && ULPT_INFO_REASON(hlog[1].w[ULPT_FRAME_INFO]) == ULPT_REASON_FULL &&
+          ulpt_view_entry(va(tp[0]))[0] == e0 && ulpt_view_entry(va(tp[0]))[1] == e1,
+          "R-CNT-2: a counter in the view: FULL, the table not written");
+    wrmsr(MSR_ULPT_LOG_BASE, 0);
+    wrmsr(MSR_ULPT_LOG_CTL, 0);
+}
+
 static const struct test_case absent_tests[] = {
     { "R-ENUM-1", enum1_absent, 1 },
     { "R-ENUM-2", enum2_absent, 3 },
@@ -2107,7 +2277,7 @@ static const struct test_case ulpt_tests[] = {
     { "R-ENUM-1", enum1_present, 1 },
     { "R-STATE-1", state1_reset, 1 },
     { "R-MSR-1", msr1_readback, 9 },
-    { "R-MSR-2", msr2_limits, 4 },
+    { "R-MSR-2", msr2_limits, 5 },
     { "R-MSR-3", msr3_apply, 3 },
     { "R-TBL-1:page", tbl1_page, 6 },
     { "R-TBL-1:lines", tbl1_lines, 3 },
@@ -2165,6 +2335,8 @@ static const struct test_case ulpt_tests[] = {
     { "R-LOG-5", log5_event, 4 },
     { "R-LOG-6", log6_slots, 1 },
     { "R-LOG-7", log7_index, 1 },
+    { "R-CNT-1", cnt1_counted, 9 },
+    { "R-CNT-2", cnt2_addition, 5 },
 };
 
 void tests(void)

@@ -196,10 +196,16 @@ static void msr_validation(void)
            "LOG_BASE: 0, or 32-byte aligned and canonical for the paging mode");
     tap_ok(ulpt_msr_write_ok(MSR_ULPT_LOG_CTL, 24 | (1ull << 24) << 32, 48, 48) &&
            ulpt_msr_write_ok(MSR_ULPT_LOG_CTL, 0, 48, 48) && !ulpt_msr_write_ok(MSR_ULPT_LOG_CTL, 25, 48, 48) &&
-           !ulpt_msr_write_ok(MSR_ULPT_LOG_CTL, 1ull << 5, 48, 48) &&
+           !ulpt_msr_write_ok(MSR_ULPT_LOG_CTL, 1ull << 6, 48, 48) &&
+           !ulpt_msr_write_ok(MSR_ULPT_LOG_CTL, 1ull << 31, 48, 48) &&
            !ulpt_msr_write_ok(MSR_ULPT_LOG_CTL, 3 | 9ull << 32, 48, 48) &&
            ulpt_msr_write_ok(MSR_ULPT_LOG_INDEX, ~0ull, 48, 48),
-           "LOG_CTL: SIZE at most 24, THRESH at most 2^SIZE, bits 31:5 reserved; LOG_INDEX any value");
+           "LOG_CTL: SIZE at most 24, THRESH at most 2^SIZE, bits 31:6 reserved; LOG_INDEX any value");
+    tap_ok(ulpt_msr_write_ok(MSR_ULPT_LOG_CTL, ULPT_LOG_CTL_COUNT, 48, 48) &&
+           !ulpt_msr_write_ok(MSR_ULPT_LOG_CTL, ULPT_LOG_CTL_COUNT | 1, 48, 48) &&
+           !ulpt_msr_write_ok(MSR_ULPT_LOG_CTL, ULPT_LOG_CTL_COUNT | 1ull << 32, 48, 48) &&
+           !ulpt_msr_write_ok(MSR_ULPT_LOG_CTL, ULPT_LOG_CTL_COUNT | 1ull << 6, 48, 48),
+           "LOG_CTL: COUNT only with SIZE and THRESH 0 (6.3)");
 }
 
 /* Which pages a store into the view targets (what it must drop). */
@@ -268,7 +274,7 @@ static const struct test_case core_tests[] = {
     { "R-TBL-3", above_2_47, 1 },
     { "R-TBL-1:decision", decision, 16 },
     { "R-DEL-1:frame", frame, 6 },
-    { "R-MSR-2", msr_validation, 10 },
+    { "R-MSR-2", msr_validation, 11 },
     { "R-COH-1:view-targets", view_targets, 4 },
     { "R-COH-1:entry-store", entry_store, 5 },
     { "R-TBL-1:line-masks", lines_denied, 2 },
