@@ -50,11 +50,13 @@
 #define ULPT_REC_VAL           0x100000000ULL /* value holds the bytes */
 /* info: the slot holds a record. */
 #define ULPT_REC_V             0x8000000000000000ULL
-/* The count table (spec 6.3): a line's read and write counters, 8 bytes each, at
- * LOG_BASE + (start >> ULPT_LINE_SHIFT) * ULPT_CNT_SIZE. */
+/*
+ * The count table (spec 6.3): a line's read and write counters, 8 bytes
+ * each, at LOG_BASE + (start >> ULPT_LINE_SHIFT) * ULPT_CNT_SIZE.
+ */
 #define ULPT_CNT_SIZE          16
-#define ULPT_CNT_READ          0              /* word index of the read counter */
-#define ULPT_CNT_WRITE         1              /* and of the write counter */
+#define ULPT_CNT_READ          0              /* the read counter's word */
+#define ULPT_CNT_WRITE         1              /* the write counter's word */
 
 /* Table geometry (spec 4.1). */
 #define ULPT_VA_BITS           47
