@@ -285,6 +285,39 @@ ULPTINLINE int ulpt_log_next(struct ulpt_log_ring *r, struct ulpt_log_rec *rec)
 }
 
 /*
+ * The count table (docs/spec.md 6.3, ulpt_count_start(3)): the log of a tool that only counts.
+ * A thread with a count table has each denied read and write of a ULPT_DENY_LOG page counted
+ * instead of delivered: the access completes and one is added, atomically, to the read or the
+ * write counter of the 128-byte line that holds its first byte (a read-modify-write adds to
+ * both), with nothing to drain. The counters of the line at addr are the struct ulpt_count at
+ * base + (addr >> 7) * 16; the caller maps the part of the table for the lines it logs, and
+ * may share one table between threads. The ULPT backend has the CPU add; the mprotect backend
+ * emulates it.
+ */
+struct ulpt_count {
+	uint64_t reads;
+	uint64_t writes;
+};
+
+int ulpt_count_start(void *base);
+int ulpt_count_stop(void);
+
+/* The base of a table whose first entry is the line that holds lo (a table at `table' for
+ * the lines from lo on): what ulpt_count_start takes. */
+ULPTINLINE void *ulpt_count_base(void *table, const void *lo)
+{
+	return (void *)((uintptr_t)table - ((uintptr_t)lo >> 7) * sizeof(struct ulpt_count));
+}
+
+/* The counters of the line that holds addr, in the table at base. Read them with a load, or
+ * take them (read and clear) with __atomic_exchange_n: no addition is lost. */
+ULPTINLINE struct ulpt_count *ulpt_count_line(void *base, const void *addr)
+{
+	return (struct ulpt_count *)((uintptr_t)base +
+				     ((uintptr_t)addr >> 7) * sizeof(struct ulpt_count));
+}
+
+/*
  * Modeled time (docs/spec.md 11.1, ulpt_model_begin(3)). On QEMU's -cpu ulpt,ulpt-model=on
  * (scripts/ulpt-run --model) the machine counts the instructions it executes and the ULPT
  * events, and prices them in modeled cycles; a program marks the region it measures. The
@@ -303,7 +336,7 @@ struct ulpt_model {
 	uint64_t remote_syncs;      /* other CPUs synced after a view store */
 	uint64_t escalations;       /* violations that went to the kernel */
 	uint64_t kernel_entries;    /* exceptions, interrupts and system calls from CPL 3 */
-	uint64_t log_records;       /* records appended to access logs */
+	uint64_t log_records;       /* records appended to access logs, and counter additions */
 	uint64_t log_events;        /* log events (a threshold of records reached) */
 };
 

@@ -38,10 +38,12 @@ int ulpt_mprotect_init_(void) HIDDEN;
 void ulpt_default_segv_(void) HIDDEN;
 void ulpt_tid_init_(void) HIDDEN;       /* dispatch.c: at ulpt_init */
 
-/* log.c: a thread's access log (ulpt_log_start), in one mapping: this, then the ring. */
+/* log.c: a thread's access log (ulpt_log_start), in one mapping: this, then the ring; or its
+ * count table (ulpt_count_start): this alone, with count_base set and no ring. */
 #define LOG_MAX_PEND 4
 struct ulpt_log_st {
 	struct ulpt_log_ring ring;      /* first: ulpt_log_ring() */
+	uintptr_t count_base;           /* a count table's base: the log is one (0: a ring) */
 	ulpt_log_fn fn;
 	ulpt_log_raw_fn raw;            /* instead of fn: reads the ring itself (ulpt_log_set_raw) */
 	void *arg;
@@ -55,11 +57,14 @@ struct ulpt_log_st {
 	uint32_t sleeping;              /* futex word: the consumer waits on it */
 	pthread_t consumer;
 	/* mprotect backend: the write index, and the records of the instruction being stepped,
-	 * appended when it completes (R-LOG-2). */
+	 * appended (or counted) when it completes (R-LOG-2); a REP string instruction's RCX at
+	 * the plan and its direction, for one record per iteration (0: not one). */
 	uint64_t index;
 	int planned;
 	unsigned npend;
 	uintptr_t pend_ip;
+	uint64_t rep_rcx;
+	int rep_down;
 	struct { uintptr_t start; uint32_t size; unsigned kind; uint64_t value; int has_value; }
 		pend[LOG_MAX_PEND];
 };

@@ -1,8 +1,9 @@
 /*
  * The access log (docs/spec.md 6.2, ulpt_log_start(3)): a thread's ring of records, the drains
  * that hand them to the program's callback, the consumer thread, and the ULPT backend's log
- * events (reasons FULL and LOG, from dispatch.c). On the mprotect backend mprotect.c appends
- * the records itself, to the same ring.
+ * events (reasons FULL and LOG, from dispatch.c); and a thread's count table (spec 6.3,
+ * ulpt_count_start(3)), which takes the log's place with nothing to drain. On the mprotect
+ * backend mprotect.c appends the records itself, to the same ring, or adds to the counters.
  *
  * Built with -mgeneral-regs-only: the ULPT backend drains in its handler, whose stub may have
  * saved no vector state (the callback then runs through ulpt_log_call_vec_, entry.S).
@@ -30,6 +31,11 @@ _Static_assert(ULPT_DENY_LOG == ULPT_LOG && ULPT_LOG_V_ == ULPT_REC_V && ULPT_LO
 	       __builtin_offsetof(struct ulpt_log_slot, value) == ULPT_REC_VALUE * 8 &&
 	       sizeof(struct ulpt_log_st) <= ULPT_PAGE_SIZE,
 	       "libulpt's log records follow include/ulpt/arch.h");
+_Static_assert(sizeof(struct ulpt_count) == ULPT_CNT_SIZE &&
+	       __builtin_offsetof(struct ulpt_count, reads) == ULPT_CNT_READ * 8 &&
+	       __builtin_offsetof(struct ulpt_count, writes) == ULPT_CNT_WRITE * 8 &&
+	       (1u << ULPT_LINE_SHIFT) == ULPT_LINE_SIZE,
+	       "libulpt's count table follows include/ulpt/arch.h");
 
 __thread struct ulpt_log_st *ulpt_log_st_ __attribute__((tls_model("initial-exec")));
 
@@ -40,6 +46,14 @@ void ulpt_log_call_vec_(ulpt_log_fn fn, const struct ulpt_log_rec *recs, size_t 
 static int on_ulpt(void)
 {
 	return ulpt_lib_state_.backend == ULPT_BACKEND_ULPT;
+}
+
+/* The calling thread's log if it is a ring: the ring's calls see a count table as no log. */
+static struct ulpt_log_st *ring_st(void)
+{
+	struct ulpt_log_st *st = ulpt_log_st_;
+
+	return st && !st->count_base ? st : NULL;
 }
 
 static int set_log(struct ulpt_log_arg *a)
@@ -118,13 +132,15 @@ void ulpt_log_event_(unsigned reason, int vec_saved)
 	if (reason == ULPT_REASON_LOG) {
 		/* After the instruction. Not inside a drain (its callback logs): the event is level
 		 * triggered and comes back after it. */
-		if (st && !st->consumer_on && !st->draining)
+		if (st && !st->count_base && !st->consumer_on && !st->draining)
 			ulpt_log_drain_(st, vec_saved);
 		return;
 	}
-	/* FULL, at the access: it runs again once its slot is free. */
-	if (!st) {
-		ulpt_default_segv_();           /* a log the library did not set */
+	/* FULL, at the access: it runs again once its slot is free. A log the library did not
+	 * set, or a counter the CPU cannot add to (not canonical, not RAM: R-CNT-2), is the
+	 * program's error, as a counter that is not mapped is. */
+	if (!st || st->count_base) {
+		ulpt_default_segv_();
 		return;
 	}
 	head = __atomic_load_n(&st->ring.head, __ATOMIC_RELAXED);
@@ -209,7 +225,7 @@ static void consumer_end(struct ulpt_log_st *st)
 
 int ulpt_log_consumer_start(void)
 {
-	struct ulpt_log_st *st = ulpt_log_st_;
+	struct ulpt_log_st *st = ring_st();
 	int r;
 
 	if (!st)
@@ -232,7 +248,7 @@ int ulpt_log_consumer_start(void)
 
 int ulpt_log_consumer_stop(void)
 {
-	struct ulpt_log_st *st = ulpt_log_st_;
+	struct ulpt_log_st *st = ring_st();
 
 	if (!st || !st->consumer_on)
 		return -EINVAL;
@@ -245,7 +261,8 @@ int ulpt_log_consumer_stop(void)
 static pthread_key_t log_key;
 static pthread_once_t log_once = PTHREAD_ONCE_INIT;
 
-/* Ends the calling thread's log: no record after this; the rest to fn. Their number. */
+/* Ends the calling thread's log: no record after this; the rest to fn. Their number. A
+ * count table just ends: its counters are the program's memory. */
 static int log_end(struct ulpt_log_st *st)
 {
 	struct ulpt_log_arg none = { 0 };
@@ -257,7 +274,7 @@ static int log_end(struct ulpt_log_st *st)
 		set_log(&none);
 	ulpt_log_st_ = NULL;            /* mprotect: the emulation stops here */
 	pthread_setspecific(log_key, NULL);
-	n = ulpt_log_drain_(st, 1);
+	n = st->count_base ? 0 : ulpt_log_drain_(st, 1);
 	munmap(st, st->map_len);
 	return n;
 }
@@ -332,7 +349,7 @@ int ulpt_log_start(unsigned size_shift, unsigned thresh, ulpt_log_fn fn, void *a
 
 int ulpt_log_set_raw(ulpt_log_raw_fn raw, void *arg)
 {
-	struct ulpt_log_st *st = ulpt_log_st_;
+	struct ulpt_log_st *st = ring_st();
 
 	if (!st)
 		return -EINVAL;
@@ -346,7 +363,7 @@ int ulpt_log_set_raw(ulpt_log_raw_fn raw, void *arg)
 
 int ulpt_log_drain(void)
 {
-	struct ulpt_log_st *st = ulpt_log_st_;
+	struct ulpt_log_st *st = ring_st();
 
 	if (!st)
 		return -EINVAL;
@@ -357,16 +374,65 @@ int ulpt_log_drain(void)
 
 int ulpt_log_stop(void)
 {
-	struct ulpt_log_st *st = ulpt_log_st_;
+	struct ulpt_log_st *st = ring_st();
 
 	return st ? log_end(st) : -EINVAL;
 }
 
 struct ulpt_log_ring *ulpt_log_ring(void)
 {
-	struct ulpt_log_st *st = ulpt_log_st_;
+	struct ulpt_log_st *st = ring_st();
 
 	return st ? &st->ring : NULL;
+}
+
+/* --- a thread's count table ---------------------------------------------------------------- */
+
+int ulpt_count_start(void *base)
+{
+	struct ulpt_log_st *st;
+	uintptr_t b = (uintptr_t)base;
+	int r = 0;
+
+	/* What ULPT_LOG_BASE takes (R-MSR-2), and below the addresses the table covers: the
+	 * kernel wants the log below the user address limit. */
+	if (!ulpt_lib_state_.backend || !b || b % ULPT_LOG_ALIGN || b >= ULPT_VA_LIMIT_)
+		return -EINVAL;
+	if (ulpt_log_st_)
+		return -EBUSY;          /* one log per thread: a ring or a count table */
+	pthread_once(&log_once, log_init);
+	/* The mprotect backend's plans live here (a page: small static TLS, see dispatch.c). */
+	st = mmap(NULL, ULPT_PAGE_SIZE, PROT_READ | PROT_WRITE,
+		  MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (st == MAP_FAILED)
+		return -errno;
+	st->count_base = b;
+	st->map_len = ULPT_PAGE_SIZE;
+	if (on_ulpt()) {
+		struct ulpt_log_arg a = { .base = b, .flags = ULPT_LOG_COUNT };
+
+		/* Arguments checked: EINVAL is a kernel without the count table. No handler
+		 * needed: nothing to drain, and a FULL without one is the SIGSEGV it is with. */
+		if ((r = set_log(&a)) == -EINVAL)
+			r = -EOPNOTSUPP;
+	}
+	if (r) {
+		munmap(st, ULPT_PAGE_SIZE);
+		return r;
+	}
+	pthread_setspecific(log_key, st);
+	ulpt_log_st_ = st;
+	return 0;
+}
+
+int ulpt_count_stop(void)
+{
+	struct ulpt_log_st *st = ulpt_log_st_;
+
+	if (!st || !st->count_base)
+		return -EINVAL;
+	log_end(st);
+	return 0;
 }
 
 /* ulpt_fini: the calling thread's log ends with it. */

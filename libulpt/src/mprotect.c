@@ -13,7 +13,8 @@
  *   ULPT_PERMIT_STEP does the same, and the SIGTRAP handler then makes the after-call.
  * - The access log (ULPT_DENY_LOG pages, ulpt_log_start) is emulated on the same steps: a
  *   logged access is let through without the handler and its records appended when its
- *   instruction completes (below, "The access log, emulated").
+ *   instruction completes (below, "The access log, emulated"); a count table
+ *   (ulpt_count_start) the same, with counters added to instead of records appended.
  * - Faults that are not on a protected page, or not of a denied kind, go to the SIGSEGV (or
  *   SIGTRAP) handler the program had before ulpt_init.
  *
@@ -153,6 +154,30 @@ static int mp_protect(void *addr, size_t len, unsigned deny)
 /* The single steps of ULPT_PERMIT and ULPT_PERMIT_STEP trap after the instruction (TF). */
 #define RFLAGS_TF 0x100ull
 
+/* Whether the instruction at ip is a string instruction with REP (F2 or F3): legacy prefixes
+ * and REX, then MOVS, CMPS, STOS, LODS, SCAS, INS or OUTS. */
+static int rep_string(uintptr_t ip)
+{
+	const uint8_t *c = (const uint8_t *)ip;
+	int rep = 0;
+
+	for (int i = 0; i < 15; i++, c++) {
+		switch (*c) {
+		case 0xf2: case 0xf3:
+			rep = 1;
+			/* fall through */
+		case 0x66: case 0x67: case 0xf0: case 0x2e: case 0x36: case 0x3e: case 0x26:
+		case 0x64: case 0x65:
+			continue;
+		}
+		if ((*c & 0xf0) == 0x40)
+			continue;               /* REX */
+		return rep && ((*c >= 0xa4 && *c <= 0xa7) || (*c >= 0xaa && *c <= 0xaf) ||
+			       (*c >= 0x6c && *c <= 0x6f));
+	}
+	return 0;
+}
+
 /*
  * The access log, emulated (ulpt_log_start; log.c keeps the ring). A denied read or write on a
  * ULPT_DENY_LOG page, in a thread with a log, is let through as ULPT_PERMIT lets it, without
@@ -160,7 +185,10 @@ static int mp_protect(void *addr, size_t len, unsigned deny)
  * each access's start, size and kind) and appended when it completes, after its out-of-line
  * run, with the value a write left; an instruction that does not complete appends nothing.
  * A full ring drains before the instruction runs (or waits for the consumer thread), and the
- * threshold drains after it, as the CPU's events do.
+ * threshold drains after it, as the CPU's events do. A REP string instruction runs whole out
+ * of line: the RCX it used up says how many iterations ran, and each iteration's elements on
+ * logging pages get their records (R-LOG-2: an iteration is an instruction of its own).
+ * A count table (ulpt_count_start) takes the same plan and adds to its counters instead.
  */
 
 /* How the pages of [start, start + size) take an access of kind k: 0 none denies it, 1 those
@@ -204,6 +232,8 @@ static int log_plan(struct ulpt_log_st *lg, uintptr_t ip, ucontext_t *uc, uintpt
 	lg->planned = 1;
 	lg->npend = 0;
 	lg->pend_ip = ip;
+	lg->rep_rcx = rep_string(ip) ? (uint64_t)uc->uc_mcontext.gregs[REG_RCX] : 0;
+	lg->rep_down = (uc->uc_mcontext.gregs[REG_EFL] & 0x400) != 0;      /* DF */
 	for (unsigned k = ULPT_DENY_R; k <= ULPT_DENY_W; k <<= 1)
 		for (int i = 0; i < n; i++) {
 			int st = (m[i].kinds & k) ? log_status(m[i].start, m[i].size, k) : 0;
@@ -260,7 +290,7 @@ static void log_full(struct ulpt_log_st *lg, unsigned n)
 /* The instruction completed, its pages still open: what its writes left. */
 static void log_values(struct ulpt_log_st *lg)
 {
-	for (unsigned i = 0; lg && lg->planned && i < lg->npend; i++) {
+	for (unsigned i = 0; lg && lg->planned && !lg->count_base && i < lg->npend; i++) {
 		uintptr_t a = lg->pend[i].start, last;
 		size_t n = lg->pend[i].size < 8 ? lg->pend[i].size : 8;
 		uint64_t v = 0;
@@ -286,33 +316,123 @@ static void log_values(struct ulpt_log_st *lg)
 	}
 }
 
+/* The iterations a REP string instruction ran since its plan, from its RCX now (1 for any
+ * other instruction, and for a REP string single-stepped with TF: it traps after each). */
+static uint64_t log_iterations(const struct ulpt_log_st *lg, const ucontext_t *uc)
+{
+	uint64_t now = (uint64_t)uc->uc_mcontext.gregs[REG_RCX];
+
+	return lg->rep_rcx && now < lg->rep_rcx ? lg->rep_rcx - now : 1;
+}
+
+/* Element j of a planned access (j > 0: a later iteration of a REP string instruction), and
+ * whether logging pages alone deny it: the plan checked element 0. */
+static uintptr_t log_element(const struct ulpt_log_st *lg, unsigned i, uint64_t j, int *logged)
+{
+	size_t sz = lg->pend[i].size ? lg->pend[i].size : 1;
+	uintptr_t a = lg->rep_down ? lg->pend[i].start - j * sz : lg->pend[i].start + j * sz;
+
+	*logged = !j || log_status(a, sz, lg->pend[i].kind) == 1;
+	return a;
+}
+
+/* A write of a later iteration: what it left, read now that its pages are closed again. */
+static int log_value_now(uintptr_t a, size_t size, uint64_t *v)
+{
+	size_t n = size < 8 ? size : 8;
+	uintptr_t last = a + n - 1;
+
+	*v = 0;
+	if (!n)
+		return 0;
+	for (uintptr_t p = a & ~(uintptr_t)(ULPT_PAGE_SIZE - 1); p <= last; p += ULPT_PAGE_SIZE)
+		if (rights_of(p) & ULPT_DENY_R)
+			return ulpt_ool_read_(a, v, n) == 0;
+	memcpy(v, (const void *)a, n);
+	return 1;
+}
+
+/* A count table's additions (R-CNT-1): one per access, to the counter of its kind in the line
+ * of its first byte; a REP string's elements one each, added up per line first. */
+static void count_to(const struct ulpt_log_st *lg, uintptr_t line, unsigned kind, uint64_t n)
+{
+	uintptr_t c = lg->count_base + line * sizeof(struct ulpt_count) +
+		      (kind == ULPT_DENY_W ? sizeof(uint64_t) : 0);       /* modulo 2^64 */
+
+	if (n)
+		__atomic_add_fetch((uint64_t *)c, n, __ATOMIC_RELAXED);
+}
+
+static void count_add(struct ulpt_log_st *lg, uint64_t iters)
+{
+	for (unsigned i = 0; i < lg->npend; i++) {
+		unsigned kind = lg->pend[i].kind;
+		uintptr_t line = lg->pend[i].start >> 7;
+		uint64_t n = 0;
+
+		for (uint64_t j = 0; j < iters; j++) {
+			int logged;
+			uintptr_t a = log_element(lg, i, j, &logged);
+
+			if (!logged)
+				continue;
+			if (a >> 7 != line) {
+				count_to(lg, line, kind, n);
+				lg->index += n;
+				line = a >> 7;
+				n = 0;
+			}
+			n++;
+		}
+		count_to(lg, line, kind, n);
+		lg->index += n;
+	}
+}
+
 /* ... and its records go to the ring (R-LOG-3), then a log event if thresh of them wait
- * (R-LOG-5), unless an after-call is due (the CPU takes the after event there instead). */
-static void log_append(int after_due)
+ * (R-LOG-5), unless an after-call is due (the CPU takes the after event there instead); or
+ * its counts to the table. uc: the context once it completed. */
+static void log_append(int after_due, const ucontext_t *uc)
 {
 	struct ulpt_log_st *lg = ulpt_log_st_;
+	uint64_t iters;
 	unsigned n;
 
 	if (!lg || !lg->planned)
 		return;
+	iters = log_iterations(lg, uc);
 	n = lg->npend;
+	if (lg->count_base) {
+		count_add(lg, iters);
+		lg->planned = 0;
+		lg->npend = 0;
+		return;
+	}
 	lg->planned = 0;
 	lg->npend = 0;
-	for (unsigned i = 0; i < n; i++) {
-		struct ulpt_log_slot *s;
-		size_t size = lg->pend[i].size;
+	for (uint64_t j = 0; j < iters; j++)
+		for (unsigned i = 0; i < n; i++) {
+			struct ulpt_log_slot *s;
+			size_t size = lg->pend[i].size;
+			uint64_t value = lg->pend[i].value;
+			int logged, has_value = lg->pend[i].has_value;
+			uintptr_t start = log_element(lg, i, j, &logged);
 
-		if (!ulpt_log_room_(lg, 1))
-			log_full(lg, 1);        /* the check before the step took a drain already */
-		s = &lg->ring.slots[lg->index & lg->ring.mask];
-		s->start = lg->pend[i].start;
-		s->ip = lg->pend_ip;
-		s->value = lg->pend[i].has_value ? lg->pend[i].value : 0;
-		__atomic_store_n(&s->info, lg->pend[i].kind | ULPT_REASON_PAGE_RIGHTS << 8 |
-				 (uint64_t)(size > 0xffff ? 0xffff : size) << 16 |
-				 (lg->pend[i].has_value ? ULPT_LOG_VAL_ : 0) | ULPT_LOG_V_, __ATOMIC_RELEASE);
-		lg->index++;
-	}
+			if (!logged)
+				continue;
+			if (j && lg->pend[i].kind == ULPT_DENY_W)
+				has_value = log_value_now(start, size, &value);
+			if (!ulpt_log_room_(lg, 1))
+				log_full(lg, 1);        /* the check before the step took a drain already */
+			s = &lg->ring.slots[lg->index & lg->ring.mask];
+			s->start = start;
+			s->ip = lg->pend_ip;
+			s->value = has_value ? value : 0;
+			__atomic_store_n(&s->info, lg->pend[i].kind | ULPT_REASON_PAGE_RIGHTS << 8 |
+					 (uint64_t)(size > 0xffff ? 0xffff : size) << 16 |
+					 (has_value ? ULPT_LOG_VAL_ : 0) | ULPT_LOG_V_, __ATOMIC_RELEASE);
+			lg->index++;
+		}
 	if (n && lg->cur_thresh && !after_due && !in_handler && !lg->draining &&
 	    (__atomic_load_n(&lg->ring.slots[(lg->index - lg->cur_thresh) & lg->ring.mask].info,
 			     __ATOMIC_ACQUIRE) & ULPT_LOG_V_))
@@ -469,7 +589,7 @@ static void ool_end(ucontext_t *uc, uintptr_t next_ip)
 		gr[REG_EFL] |= RFLAGS_TF;
 	step_own_tf = 0;
 	uc->uc_sigmask = step_mask;
-	log_append(step_pending);
+	log_append(step_pending, uc);
 	after_call(next_ip, &gr[REG_EFL]);
 	if (!(gr[REG_EFL] & RFLAGS_TF))
 		return;
@@ -497,30 +617,6 @@ static void ool_cancel(ucontext_t *uc)
 		uc->uc_mcontext.gregs[REG_EFL] |= RFLAGS_TF;
 	step_own_tf = 0;
 	uc->uc_sigmask = step_mask;
-}
-
-/* Whether the instruction at ip is a string instruction with REP (F2 or F3): legacy prefixes
- * and REX, then MOVS, CMPS, STOS, LODS, SCAS, INS or OUTS. */
-static int rep_string(uintptr_t ip)
-{
-	const uint8_t *c = (const uint8_t *)ip;
-	int rep = 0;
-
-	for (int i = 0; i < 15; i++, c++) {
-		switch (*c) {
-		case 0xf2: case 0xf3:
-			rep = 1;
-			/* fall through */
-		case 0x66: case 0x67: case 0xf0: case 0x2e: case 0x36: case 0x3e: case 0x26:
-		case 0x64: case 0x65:
-			continue;
-		}
-		if ((*c & 0xf0) == 0x40)
-			continue;               /* REX */
-		return rep && ((*c >= 0xa4 && *c <= 0xa7) || (*c >= 0xaa && *c <= 0xaf) ||
-			       (*c >= 0x6c && *c <= 0x6f));
-	}
-	return 0;
 }
 
 static void on_segv(int sig, siginfo_t *si, void *ucv)
@@ -566,7 +662,7 @@ static void on_segv(int sig, siginfo_t *si, void *ucv)
 			logged = 1;                 /* another page of a planned instruction */
 		} else {
 			logged = log_plan(lg, ip, uc, addr, kind);
-			if (!step_n && !ulpt_log_room_(lg, lg->npend))
+			if (!step_n && !lg->count_base && !ulpt_log_room_(lg, lg->npend))
 				log_full(lg, lg->npend);        /* else when it completes */
 		}
 	}
@@ -682,7 +778,7 @@ static void on_trap(int sig, siginfo_t *si, void *ucv)
 	if (!step_own_tf)
 		uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)RFLAGS_TF;
 	uc->uc_sigmask = step_mask;         /* asynchronous signals wait no longer */
-	log_append(step_pending);
+	log_append(step_pending, uc);
 	after_call((uintptr_t)uc->uc_mcontext.gregs[REG_RIP], &uc->uc_mcontext.gregs[REG_EFL]);
 	errno = saved_errno;
 	/* The program's single step, after ours (unless the after-call took it over: TF clear). */

@@ -32,7 +32,9 @@ struct ulpt_state_arg {
 	uint64_t table_bytes;
 };
 
-/* The calling thread's access log (struct ulpt_log): base 0 removes it; flags 0. */
+/* The calling thread's access log (struct ulpt_log): base 0 removes it; flags 0 for a ring,
+ * ULPT_LOG_COUNT for a count table (size_shift and thresh then 0). */
+#define ULPT_LOG_COUNT          0x1
 struct ulpt_log_arg {
 	uint64_t base;
 	uint32_t size_shift;

@@ -1595,6 +1595,331 @@ static int t_log_vector_state(void)
 	return 0;
 }
 
+/* A REP string instruction: a record per iteration, of the elements on logging pages (on
+ * mprotect too, where it runs whole): 8-byte stores from a logged page into an open one. */
+extern const char lg_rep[];
+static int t_log_rep(void)
+{
+	uint64_t *p = pages(2);
+	void *d = p + 508;
+	unsigned long n = 8;
+
+	CHECK(setup(ULPT_PERMIT) == 0 && ulpt_protect(p, 4096, ULPT_DENY_W | ULPT_DENY_LOG) == 0 &&
+	      ulpt_log_start(5, 0, log_collect, NULL) == 0, "setup");
+	asm volatile("lg_rep: rep stosq" : "+D"(d), "+c"(n) : "a"(0x55ull) : "memory");
+	CHECK(ulpt_log_drain() == 4 && lrec_n == 4, "four records, none for the open page (%d)", lrec_n);
+	for (int i = 0; i < 4; i++)
+		CHECK(rec_is(&lrecs[i], p + 508 + i, 8, ULPT_DENY_W, lg_rep) && lrecs[i].has_value &&
+		      lrecs[i].value == 0x55, "record %d: its element, in order, with its value", i);
+	CHECK(h_count == 0 && p[511] == 0x55 && p[515] == 0x55, "no delivery; the stores were made");
+	return 0;
+}
+
+/* --- the count table --------------------------------------------------------------------- */
+
+/* A table for the lines of n pages from p, mapped (16 bytes per line), and its base. */
+static void *count_table(volatile void *p, int n, void **base)
+{
+	void *t = mmap(NULL, (size_t)n * ULPT_PAGE_SIZE / 8, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (t == MAP_FAILED)
+		abort();
+	*base = ulpt_count_base(t, (const void *)p);
+	return t;
+}
+
+/* The table of n pages from p holds the counts in want (by line from p) and nothing else: 1,
+ * or 0 with the first line that differs printed. */
+static int counts_match(void *base, volatile void *p, int n, const struct ulpt_count *want)
+{
+	for (int l = 0; l < n * 32; l++) {
+		const struct ulpt_count *c = ulpt_count_line(base, (const char *)p + 128 * l);
+
+		if (c->reads != want[l].reads || c->writes != want[l].writes) {
+			fprintf(stderr, "# line %d: %lu reads, %lu writes; want %lu, %lu\n", l,
+				(unsigned long)c->reads, (unsigned long)c->writes,
+				(unsigned long)want[l].reads, (unsigned long)want[l].writes);
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/* The accesses of t_log_records, counted: a load, a store and a read-modify-write in line 0,
+ * a store across two logged pages in the first one's last line, a store from an open page
+ * into a logged one in the open page's line, a store across two lines in the first. */
+static int t_count_table(void)
+{
+	volatile uint64_t *p = pages(4);
+	volatile char *q = (volatile char *)(p + 1024);         /* pages 2 and 3 */
+	struct ulpt_count want[128] = { 0 }, *c;
+	void *base;
+
+	count_table(p, 4, &base);
+	CHECK(setup(ULPT_PERMIT) == 0, "setup");
+	CHECK(ulpt_protect((void *)p, 4096, ULPT_DENY_RW | ULPT_DENY_LOG) == 0 &&
+	      ulpt_protect((void *)(p + 512), 4096, ULPT_DENY_W | ULPT_DENY_LOG) == 0 &&
+	      ulpt_protect((void *)(q + 4096), 4096, ULPT_DENY_W | ULPT_DENY_LOG) == 0, "protect");
+	CHECK(ulpt_count_start(base) == 0, "start");
+	log_accesses(p, 0x0102030405060708ull);
+	*(volatile uint32_t *)(q + 4094) = 0xaabbccdd;
+	*(volatile uint64_t *)((volatile char *)p + 124) = 9;
+	want[0] = (struct ulpt_count){ 2, 3 };
+	want[31].writes = 1;
+	want[95].writes = 1;
+	CHECK(counts_match(base, p, 4, want), "line 0: 2 reads (the load, the RMW's), 3 writes; "
+	      "one write each in the lines of the two stores' first bytes; no other count");
+	CHECK(p[3] == 5 && p[2] == 0x11223344 && *(volatile uint64_t *)((volatile char *)p + 4092) ==
+	      0x0102030405060708ull && *(volatile uint32_t *)(q + 4094) == 0xaabbccdd,
+	      "the accesses were made");
+	want[0].reads += 2;                                     /* those reads of page 0 */
+	want[31].reads = 1;
+	CHECK(counts_match(base, p, 4, want), "reading them counts their reads");
+	if (backend == ULPT_BACKEND_ULPT) {
+		CHECK(ulpt_protect_lines((void *)(q + 128), 128, ULPT_DENY_W | ULPT_DENY_LOG) == 0,
+		      "a line with LOG");
+		q[130] = 1;
+		want[65].writes = 1;
+		CHECK(counts_match(base, p, 4, want), "a line's write");
+	}
+	c = ulpt_count_line(base, (const void *)p);
+	CHECK(__atomic_exchange_n(&c->reads, 0, __ATOMIC_SEQ_CST) == 4 &&
+	      __atomic_exchange_n(&c->writes, 0, __ATOMIC_SEQ_CST) == 3 && !c->reads && !c->writes,
+	      "taken with XCHG: 4 and 3, then 0");
+	CHECK(h_count == 0 && ulpt_log_ring() == NULL, "no delivery, no ring (%d)", h_count);
+	CHECK(ulpt_count_stop() == 0, "stop");
+	p[2] = 3;
+	CHECK(h_count == 1 && c->writes == 0, "after ulpt_count_stop: delivered, not counted (%d)", h_count);
+	return 0;
+}
+
+/* REP string instructions: each iteration counts, its elements on logging pages only; a
+ * backward copy; a REPE CMPSB that stops early. Pages 1 and 3 log (1 reads and writes, 3
+ * writes), 0 and 2 are open. */
+static int t_count_rep(void)
+{
+	char *p = pages(4), *p1 = p + 4096, *p3 = p + 3 * 4096;
+	struct ulpt_count want[128] = { 0 };
+	void *base, *d, *s;
+	unsigned long n;
+
+	count_table(p, 4, &base);
+	CHECK(setup(ULPT_PERMIT) == 0 &&
+	      ulpt_protect(p1, 4096, ULPT_DENY_RW | ULPT_DENY_LOG) == 0 &&
+	      ulpt_protect(p3, 4096, ULPT_DENY_W | ULPT_DENY_LOG) == 0 &&
+	      ulpt_count_start(base) == 0, "setup");
+	/* 8-byte stores from page 0's last 64 bytes to page 3's first 64. */
+	d = p1 - 64;
+	n = (64 + 2 * 4096 + 64) / 8;
+	asm volatile("rep stosq" : "+D"(d), "+c"(n) : "a"(0x0101010101010101ull) : "memory");
+	for (int l = 32; l < 64; l++)
+		want[l].writes = 16;
+	want[96].writes = 8;
+	CHECK(n == 0 && counts_match(base, p, 4, want), "rep stosq: 16 writes in each line of page 1, "
+	      "8 in page 3's first, none in the open pages");
+	/* 300 bytes backward, [p1 + 2000, +300) to [p3 + 1000, +300). */
+	s = p1 + 2299;
+	d = p3 + 1299;
+	n = 300;
+	asm volatile("std\n\trep movsb\n\tcld" : "+S"(s), "+D"(d), "+c"(n) :: "memory", "cc");
+	want[32 + 15].reads = 48;
+	want[32 + 16].reads = 128;
+	want[32 + 17].reads = 124;
+	want[96 + 7].writes = 24;
+	want[96 + 8].writes = 128;
+	want[96 + 9].writes = 128;
+	want[96 + 10].writes = 20;
+	CHECK(n == 0 && counts_match(base, p, 4, want), "std; rep movsb: a read and a write per byte, "
+	      "in their lines");
+	/* Pages 1 and 3 agree on their first 64 bytes (the stores above): 65 iterations. */
+	s = p1;
+	d = p3;
+	n = 100;
+	asm volatile("repe cmpsb" : "+S"(s), "+D"(d), "+c"(n) :: "memory", "cc");
+	want[32].reads += 65;
+	CHECK(n == 35 && counts_match(base, p, 4, want), "repe cmpsb stops after 65 iterations: 65 "
+	      "reads in page 1 (page 3 does not deny reads) (rcx %lu)", n);
+	CHECK(h_count == 0, "no delivery (%d)", h_count);
+	return 0;
+}
+
+/* A thread takes the counter with XCHG while another counts into it: no addition lost. */
+static volatile int take_stop;
+static volatile uint64_t taken;
+static void *taker(void *a)
+{
+	struct ulpt_count *c = a;
+
+	while (!take_stop) {
+		taken += __atomic_exchange_n(&c->writes, 0, __ATOMIC_SEQ_CST);
+		sched_yield();
+	}
+	return NULL;
+}
+
+static int t_count_take(void)
+{
+	volatile uint64_t *p = pages(1);
+	int n = backend == ULPT_BACKEND_ULPT ? 100000 : 20000;
+	struct ulpt_count *c;
+	pthread_t t;
+	void *base;
+
+	count_table(p, 1, &base);
+	c = ulpt_count_line(base, (const void *)p);
+	CHECK(setup(ULPT_PERMIT) == 0 && ulpt_protect((void *)p, 4096, ULPT_DENY_W | ULPT_DENY_LOG) == 0 &&
+	      ulpt_count_start(base) == 0 && pthread_create(&t, NULL, taker, c) == 0, "setup");
+	for (int i = 0; i < n; i++)
+		p[i & 7] = (uint64_t)i;
+	take_stop = 1;
+	pthread_join(t, NULL);
+	CHECK(taken + c->writes == (uint64_t)n && c->reads == 0,
+	      "taken while counting, and what is left: %d (%lu + %lu)", n, (unsigned long)taken,
+	      (unsigned long)c->writes);
+	CHECK(h_count == 0, "no delivery (%d)", h_count);
+	return 0;
+}
+
+/* Four threads with a table each, one shared, each making locked read-modify-writes: on ULPT
+ * all four into one line (the additions are atomic), on mprotect each into its own page (a
+ * page opened for one thread's instruction is open to the others). */
+#define CNT_THREADS 4
+static volatile char *cnt_page;
+static void *cnt_base;
+static volatile int cnt_errors;
+static int cnt_each;
+
+static void *cnt_thread(void *a)
+{
+	volatile uint64_t *w = (volatile uint64_t *)(cnt_page + (backend == ULPT_BACKEND_ULPT ? 0 :
+							       4096 * (intptr_t)a));
+
+	if (ulpt_count_start(cnt_base) != 0)
+		cnt_errors++;
+	for (int i = 0; i < cnt_each; i++)
+		__atomic_add_fetch(w, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+static int t_count_threads(void)
+{
+	pthread_t t[CNT_THREADS];
+	struct ulpt_count want[CNT_THREADS * 32] = { 0 };
+	int ulpt = backend == ULPT_BACKEND_ULPT;
+
+	cnt_each = ulpt ? 20000 : 2000;
+	cnt_page = pages(CNT_THREADS);
+	count_table(cnt_page, CNT_THREADS, &cnt_base);
+	CHECK(setup(ULPT_PERMIT) == 0 &&
+	      ulpt_protect((void *)cnt_page, CNT_THREADS * 4096, ULPT_DENY_RW | ULPT_DENY_LOG) == 0, "setup");
+	for (intptr_t i = 0; i < CNT_THREADS; i++)
+		CHECK(pthread_create(&t[i], NULL, cnt_thread, (void *)i) == 0, "thread");
+	for (int i = 0; i < CNT_THREADS; i++)
+		pthread_join(t[i], NULL);
+	for (int i = 0; i < CNT_THREADS; i++) {
+		struct ulpt_count *w = &want[ulpt ? 0 : 32 * i];
+		w->reads += (uint64_t)cnt_each;
+		w->writes += (uint64_t)cnt_each;
+	}
+	CHECK(cnt_errors == 0 && h_count == 0, "each thread started its table, no delivery (%d, %d)",
+	      cnt_errors, h_count);
+	CHECK(counts_match(cnt_base, cnt_page, CNT_THREADS, want),
+	      "a read and a write per lock add, %d of them per thread, none lost", cnt_each);
+	return 0;
+}
+
+/* Threads without a table, and the count table beside the access log's calls. */
+static void *nocount_writer(void *a)
+{
+	(void)a;
+	nolog_page[1] = 7;
+	return NULL;
+}
+
+static int t_count_no_table_thread(void)
+{
+	struct ulpt_count *c;
+	pthread_t t;
+	void *base;
+
+	nolog_page = pages(1);
+	count_table(nolog_page, 1, &base);
+	c = ulpt_count_line(base, (const void *)nolog_page);
+	CHECK(setup(ULPT_PERMIT) == 0 &&
+	      ulpt_protect((void *)nolog_page, 4096, ULPT_DENY_W | ULPT_DENY_LOG) == 0, "setup");
+	CHECK(ulpt_count_start(base) == 0, "start");
+	nolog_page[0] = 2;
+	CHECK(h_count == 0 && c->writes == 1, "with a table: counted (%d, %lu)", h_count,
+	      (unsigned long)c->writes);
+	CHECK(pthread_create(&t, NULL, nocount_writer, NULL) == 0 && pthread_join(t, NULL) == 0, "thread");
+	CHECK(h_count == 1 && h_last.addr == (uintptr_t)&nolog_page[1] && h_last.tid != gettid() &&
+	      c->writes == 1, "another thread, without a table: delivered there (%d)", h_count);
+	CHECK(ulpt_log_start(4, 0, log_collect, NULL) == -EBUSY, "no access log beside it");
+	CHECK(ulpt_log_drain() == -EINVAL && ulpt_log_stop() == -EINVAL && !ulpt_log_ring() &&
+	      ulpt_log_set_raw(NULL, NULL) == -EINVAL && ulpt_log_consumer_start() == -EINVAL,
+	      "the access log's calls see no log");
+	CHECK(ulpt_count_stop() == 0 && ulpt_log_start(4, 0, log_collect, NULL) == 0, "stop; a log");
+	CHECK(ulpt_count_start(base) == -EBUSY && ulpt_count_stop() == -EINVAL, "no table beside a log");
+	nolog_page[0] = 3;
+	CHECK(ulpt_log_stop() == 1 && c->writes == 1 && h_count == 1, "the log has the store");
+	return 0;
+}
+
+/* fork: the child has the thread's table (its copy of the memory), and counts into it. */
+static volatile uint64_t *fork_cnt_page;
+static void *fork_cnt_base;
+static void fork_count_child(void)
+{
+	struct ulpt_count *c = ulpt_count_line(fork_cnt_base, (const void *)fork_cnt_page);
+
+	fork_cnt_page[5] = 6;
+	fork_cnt_page[6] = 7;
+	_exit(c->writes == 5 && h_count == 0 ? 0 : 3);
+}
+
+static int t_count_fork(void)
+{
+	struct ulpt_count *c;
+	int st;
+
+	fork_cnt_page = pages(1);
+	count_table(fork_cnt_page, 1, &fork_cnt_base);
+	c = ulpt_count_line(fork_cnt_base, (const void *)fork_cnt_page);
+	CHECK(setup(ULPT_PERMIT) == 0 &&
+	      ulpt_protect((void *)fork_cnt_page, 4096, ULPT_DENY_W | ULPT_DENY_LOG) == 0 &&
+	      ulpt_count_start(fork_cnt_base) == 0, "setup");
+	for (int i = 0; i < 3; i++)
+		fork_cnt_page[i] = (uint64_t)i + 1;
+	st = child_status(fork_count_child);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child counts on from 3 to 5 (%#x)", st);
+	CHECK(c->writes == 3 && h_count == 0, "the parent's table still says 3 (%lu)",
+	      (unsigned long)c->writes);
+	return 0;
+}
+
+/* Every bad argument is a negative errno. */
+static int t_count_bad_arguments(void)
+{
+	char *p = pages(1);
+	void *base;
+
+	count_table(p, 1, &base);
+	CHECK(ulpt_count_start(base) == -EINVAL, "before init");
+	CHECK(ulpt_init(backend) == 0, "init");
+	CHECK(ulpt_count_stop() == -EINVAL, "stop without a table");
+	CHECK(ulpt_count_start(NULL) == -EINVAL, "base 0");
+	CHECK(ulpt_count_start((char *)base + 16) == -EINVAL, "base not 32-byte aligned");
+	CHECK(ulpt_count_start((void *)(1ul << 47)) == -EINVAL, "base at the user limit");
+	CHECK(ulpt_count_start((void *)-4096ul) == -EINVAL, "base not canonical");
+	CHECK(ulpt_count_start(base) == 0, "start");
+	CHECK(ulpt_count_start(base) == -EBUSY, "start twice");
+	CHECK(ulpt_count_stop() == 0 && ulpt_count_stop() == -EINVAL, "stop, twice");
+	CHECK(ulpt_count_start(base) == 0 && ulpt_fini() == 0 && ulpt_count_stop() == -EINVAL,
+	      "ulpt_fini ends it");
+	return 0;
+}
+
 static int t_env_override(void)
 {
 	int st;
@@ -1656,7 +1981,15 @@ static int t_env_override(void)
 	X(log_callback_logs, "a log callback whose own writes are logged, at a full ring: no record lost") \
 	X(log_fork, "fork: the child has the log and its records, and no consumer thread") \
 	X(log_bad_arguments, "every bad argument of the access log is a negative errno") \
-	X(log_vector_state, "the log callback uses SSE under a general-register-only handler: the program's xmm0-15 intact")
+	X(log_vector_state, "the log callback uses SSE under a general-register-only handler: the program's xmm0-15 intact") \
+	X(log_rep, "the access log: a REP string instruction has a record per iteration, of its elements on logging pages") \
+	X(count_table, "the count table: a load, a store, a read-modify-write (a read and a write), stores across lines and pages (their first byte's line): exact counts per line") \
+	X(count_rep, "the count table: REP string instructions count each iteration, forward and backward, and stop with REPE") \
+	X(count_take, "the count table: a counter taken with XCHG by another thread while it counts: none lost") \
+	X(count_threads, "the count table shared by four threads, each with its own start: every locked add counted once") \
+	X(count_no_table_thread, "a thread without a count table is delivered; the table and the access log exclude each other") \
+	X(count_fork, "fork: the child counts on in its copy of the table") \
+	X(count_bad_arguments, "every bad argument of the count table is a negative errno")
 
 /* Each test: one check, its body in a forked child. */
 #define CASE(name, what) static void case_##name(void) { tap_forked(t_##name, 0, "%s: " #name ": " what, self_backend); }
