@@ -65,15 +65,16 @@ static uint8_t *slot_host(CPUX86State *env, uint64_t va, int mmu_idx)
 static void forget(UlptState *u)
 {
     u->log_staged = 0;
-    u->log_cover_size = 0;
+    u->log_cover_size[0] = u->log_cover_size[1] = 0;
 }
 
 void ulpt_log_cover(CPUX86State *env, uint64_t start, unsigned size,
                     unsigned kind)
 {
-    env->ulpt.log_cover_start = start;
-    env->ulpt.log_cover_size = size;
-    env->ulpt.log_cover_kind = kind;
+    unsigned k = kind == ULPT_KIND_W;
+
+    env->ulpt.log_cover_start[k] = start;
+    env->ulpt.log_cover_size[k] = size;
 }
 
 /*
@@ -99,17 +100,34 @@ UlptLogStage ulpt_log_stage(CPUX86State *env, uint64_t start, unsigned size,
     int mmu_idx = cpu_mmu_index(env, false);
     bool count = u->log_ctl & ULPT_LOG_CTL_COUNT;
     unsigned len = count ? 8 : ULPT_REC_SIZE;
+    unsigned k = kind == ULPT_KIND_W;
     uint64_t va, info, value = 0;
     uint8_t *host;
 
-    /* One record per access: parts of a wide or split access add none. */
-    if (u->log_cover_size && kind == u->log_cover_kind &&
-        start - u->log_cover_start < u->log_cover_size) {
+    /*
+     * One record per access: parts of a wide or split access add none, also
+     * an aligned part QEMU makes of it that starts before it.
+     */
+    if (u->log_cover_size[k] &&
+        start < u->log_cover_start[k] + u->log_cover_size[k] &&
+        u->log_cover_start[k] < start + MAX(size, 1)) {
         return ULPT_LOG_STAGED;
     }
+    /*
+     * Reads (or writes) of the same bytes by one instruction are one access
+     * (R-LOG-2): QEMU makes a LOCK NEG a load, then a compare-and-swap
+     * that loads again. And the same guest memory operation (ra) over
+     * bytes it already logged is a part of the access: an unaligned load
+     * across pages is made as two aligned ones, the first starting before
+     * the access.
+     */
     for (unsigned i = 0; i < n; i++) {
-        if (u->log_stage[i].ra == ra && u->log_stage[i].start == start &&
-            u->log_stage[i].kind == kind) {
+        const struct UlptLogStaged *st = &u->log_stage[i];
+
+        if (st->kind == kind &&
+            ((st->start == start && st->len == MAX(size, 1)) ||
+             (st->ra == ra && start < st->start + st->len &&
+              st->start < start + MAX(size, 1)))) {
             return ULPT_LOG_STAGED;
         }
     }
@@ -158,6 +176,7 @@ UlptLogStage ulpt_log_stage(CPUX86State *env, uint64_t start, unsigned size,
         cpu_loop_exit_restore(env_cpu(env), ra);
     }
     u->log_stage[n].start = start;
+    u->log_stage[n].len = MAX(size, 1);
     u->log_stage[n].ra = ra;
     u->log_stage[n].kind = kind;
     u->log_stage[n].count = count;

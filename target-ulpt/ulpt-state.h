@@ -21,18 +21,21 @@ typedef struct UlptState {
     uint32_t log_staged;
     /* RIP of the instruction in progress, stored by the generated code. */
     uint64_t log_rip;
-    struct {
+    struct UlptLogStaged {
         uint64_t *host;             /* the slot's info word in host memory */
         uint64_t info;              /* the info word to publish, V set */
-        uint64_t start;             /* the access, for parts of one access */
+        uint64_t start;             /* the access [start, start + len), */
+        uint32_t len;               /* for parts of one access */
         uintptr_t ra;
         uint8_t kind;
         uint8_t size;               /* a write's bytes to read back, or 0 */
         bool count;                 /* host: a counter to add one to (6.3) */
     } log_stage[64];
-    /* A wide access probed whole (ulpt-probe.c) and logged, not its parts. */
-    uint64_t log_cover_start, log_cover_size;
-    uint8_t log_cover_kind;
+    /*
+     * Wide accesses probed whole (ulpt-probe.c) and logged, not their parts:
+     * one per kind ([0] reads, [1] writes), as CMPXCHG16B probes both.
+     */
+    uint64_t log_cover_start[2], log_cover_size[2];
     bool log_retry;     /* run again after a walk to the slot */
     /*
      * The violation being delivered (set at the faulting access, used by

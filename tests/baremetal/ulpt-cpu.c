@@ -161,6 +161,7 @@ USER_INSN(u_read8, "movq (%0), %%rax", "a"(0))
 USER_INSN(u_write1, "movb $0x66, (%0)")
 USER_INSN(u_add, "addq $1, (%0)")
 USER_INSN(u_lock_add, "lock addq $1, (%0)")
+USER_INSN(u_lock_neg, "lock negl (%0)")
 USER_INSN(u_cmpxchg, "movq (%0), %%rax; lock cmpxchgq %%rax, (%0)", "a"(0))
 
 static void u_call(void *p) { ((void (*)(void))p)(); }
@@ -1843,6 +1844,13 @@ static void __attribute__((noinline)) u_movsq(void *p)
     void *s = a->src, *d = a->dst;
     asm volatile(".globl u_movsq_insn\nu_movsq_insn: movsq" : "+S"(s), "+D"(d) :: "memory");
 }
+extern char u_cmpsq_insn[];
+static void __attribute__((noinline)) u_cmpsq(void *p)
+{
+    struct movs_args *a = p;
+    void *s = a->src, *d = a->dst;
+    asm volatile(".globl u_cmpsq_insn\nu_cmpsq_insn: cmpsq" : "+S"(s), "+D"(d) :: "memory", "cc");
+}
 static void log2_once(void)
 {
     uint64_t r;
@@ -2161,18 +2169,27 @@ static void cnt1_counted(void)
     r |= run_user_default(u_lock_add, tp[3] + 136);
     bm_ok(r == 0x80 && *cnt(tp[3] + 128, ULPT_CNT_READ) == 2 && *cnt(tp[3] + 128, ULPT_CNT_WRITE) == 2 &&
           cnt_sum() == 6, "R-CNT-1: a read-modify-write (plain and locked) adds one to each counter");
+    r = run_user_default(u_lock_neg, tp[3] + 200);
+    bm_ok(r == 0x80 && *cnt(tp[3] + 128, ULPT_CNT_READ) == 3 && *cnt(tp[3] + 128, ULPT_CNT_WRITE) == 3 &&
+          cnt_sum() == 8, "R-CNT-1: a locked NEG adds one to each counter (read %lu write %lu)",
+          *cnt(tp[3] + 128, ULPT_CNT_READ), *cnt(tp[3] + 128, ULPT_CNT_WRITE));
+    /* CMPS with RSI = RDI reads the same bytes twice: one access (R-LOG-2). */
+    struct movs_args same = { tp[3] + 160, tp[3] + 160 };
+    r = run_user_default(u_cmpsq, &same);
+    bm_ok(r == 0x80 && *cnt(tp[3] + 128, ULPT_CNT_READ) == 4 && cnt_sum() == 9,
+          "R-CNT-1: cmps with RSI = RDI reads its bytes once (read counter %lu)", *cnt(tp[3] + 128, ULPT_CNT_READ));
     /* Straddling two lines of two pages: once, in the line of the first byte. */
     ulpt_kset(va(tp[4]), ULPT_LOG, ULPT_LINE_NW(0));
     ulpt_kset(va(tp[3]), ULPT_LOG, ULPT_LINE_NW(31));
     r = run_user_default(u_write8, tp[4] - 4);
     bm_ok(r == 0x80 && *cnt(tp[4] - 4, ULPT_CNT_WRITE) == 1 && *cnt(tp[4], ULPT_CNT_WRITE) == 0 &&
-          cnt_sum() == 7, "R-CNT-1: a write straddling two counted pages adds one, in its first byte's line");
+          cnt_sum() == 10, "R-CNT-1: a write straddling two counted pages adds one, in its first byte's line");
     /* rep stosb of 120 bytes from offset 100: 28 in line 0, 92 in line 1. */
     ulpt_kset(va(tp[5]), ULPT_LOG, ULPT_LINE_NW(0) | ULPT_LINE_NW(1));
     struct rep_args ra = { tp[5] + 100, 0, 120 };
     r = run_user_default(u_stos, &ra);
     bm_ok(r == 0x80 && *cnt(tp[5], ULPT_CNT_WRITE) == 28 && *cnt(tp[5] + 128, ULPT_CNT_WRITE) == 92 &&
-          rdmsr(MSR_ULPT_LOG_INDEX) == 127,
+          rdmsr(MSR_ULPT_LOG_INDEX) == 130,
           "R-CNT-1: rep stosb of 120 bytes: one per iteration (%lu + %lu, index %lu)",
           *cnt(tp[5], ULPT_CNT_WRITE), *cnt(tp[5] + 128, ULPT_CNT_WRITE), rdmsr(MSR_ULPT_LOG_INDEX));
     /* movs whose write faults (#PF): nothing counted; run again, once. */
@@ -2182,11 +2199,11 @@ static void cnt1_counted(void)
     *pte &= ~1ull;
     invlpg(tp[2]);
     r = run_user_default(u_movsq, &ma);
-    int none = r == 14 && *cnt(tp[6], ULPT_CNT_READ) == 0 && rdmsr(MSR_ULPT_LOG_INDEX) == 127;
+    int none = r == 14 && *cnt(tp[6], ULPT_CNT_READ) == 0 && rdmsr(MSR_ULPT_LOG_INDEX) == 130;
     *pte = old;
     invlpg(tp[2]);
     r = run_user_default(u_movsq, &ma);
-    bm_ok(none && r == 0x80 && *cnt(tp[6], ULPT_CNT_READ) == 1 && rdmsr(MSR_ULPT_LOG_INDEX) == 128,
+    bm_ok(none && r == 0x80 && *cnt(tp[6], ULPT_CNT_READ) == 1 && rdmsr(MSR_ULPT_LOG_INDEX) == 131,
           "R-CNT-1: an instruction a #PF abandons counts nothing; run again, once");
     /* 1,000 stores to one line: no slot fills, no event, no delivery. */
     hcount = 0;
@@ -2335,7 +2352,7 @@ static const struct test_case ulpt_tests[] = {
     { "R-LOG-5", log5_event, 4 },
     { "R-LOG-6", log6_slots, 1 },
     { "R-LOG-7", log7_index, 1 },
-    { "R-CNT-1", cnt1_counted, 9 },
+    { "R-CNT-1", cnt1_counted, 11 },
     { "R-CNT-2", cnt2_addition, 5 },
 };
 

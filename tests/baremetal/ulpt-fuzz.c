@@ -43,6 +43,12 @@
  *   noview                   (check) no stores to the view in the sequences;
  *   nonx                     (check) the code page never NX (one sequence in five has it:
  *                            every fetch delivers, the fetch first, each REP iteration's).
+ *   nolog                    (check) no LOG entries. Otherwise a third of the entries have LOG
+ *                            and half the sequences run with a count table (spec 6.3): the
+ *                            accesses that only LOG entries deny must complete undelivered,
+ *                            and at the end of a run each line's read and write counters
+ *                            must equal the checker's count of the logged accesses of the
+ *                            positions that completed (kinds a permit let through excluded).
  * The image ends with "fuzz: ..." summary lines and exits 0 when nothing failed.
  */
 #include <cpuid.h>
@@ -930,7 +936,8 @@ static int mib_malformed;
 static uint64_t *l1_entry7, l1_saved;
 
 /* The code page's entry: NX (with random line rights, which never affect a fetch). */
-static int code_nx, g_nx;
+static int code_nx, g_nx, g_log;
+static uint64_t nlogged;         /* sequences run with a count table */
 static uint64_t code_w0, code_w1;
 static void table_apply(void)
 {
@@ -994,57 +1001,89 @@ static void table_random(struct rng *r, int all_allow)
 /* The spec's rule (R-TBL-1, R-TBL-2, section 6), independently of target-ulpt. */
 static int cnx;                          /* the checker's copy of code_nx */
 struct dec { uint64_t addr, w0, w1; unsigned reason; };
-static int decide(const struct pshadow *sh, int mibbad, unsigned kind, uint64_t start,
-                  unsigned size, struct dec *d)
+/*
+ * The run's count table (spec 6.3), or none: with it, an access whose every denied part lies
+ * in a LOG entry (not malformed) is counted, not delivered (R-LOG-1, R-CNT-1), and a
+ * violation reports the first byte an entry without LOG denies. The table covers the shadow
+ * pages and one page either side (an access may start there and straddle in).
+ */
+static int clog;
+#define CNT_FIRST (SHADOW_FIRST - PAGE)
+#define CNT_LINES ((SHADOW_PAGES + 2) * 32)
+static uint64_t cnt_table[CNT_LINES * 2] __attribute__((aligned(4096)));
+static uint64_t cnt_expect[CNT_LINES * 2];
+
+enum { J_ALLOWED, J_VIOLATION, J_LOGGED };
+static int judge(const struct pshadow *sh, int mibbad, unsigned kind, uint64_t start,
+                 unsigned size, struct dec *d)
 {
-    if (kind == ULPT_KIND_X) {           /* fetches: NX of the code page only */
+    if (kind == ULPT_KIND_X) {           /* fetches: NX of the code page only, never logged */
         if (cnx && start >> 12 == CODE >> 12) {
             *d = (struct dec){ start, code_w0, code_w1, ULPT_REASON_PAGE };
-            return 1;
+            return J_VIOLATION;
         }
-        return 0;
+        return J_ALLOWED;
     }
+    int any = 0;
+    struct dec first = { 0 };
     for (uint64_t a = start; a < start + size;) {
         uint64_t pend = (a & ~(PAGE - 1)) + PAGE, cend = pend < start + size ? pend : start + size;
         uint64_t pg = a & ~(PAGE - 1);
+        struct dec pd = { 0 };
+        int denied = 0, logs = 0;
         if (pg >> 20 == DATA >> 20 && mibbad) {
-            *d = (struct dec){ a, 0, 0, ULPT_REASON_MALFORMED };
-            return 1;
-        }
-        if (pg >= SHADOW_FIRST && pg < SHADOW_FIRST + SHADOW_PAGES * PAGE) {
+            pd = (struct dec){ a, 0, 0, ULPT_REASON_MALFORMED };
+            denied = 1;
+        } else if (pg >= SHADOW_FIRST && pg < SHADOW_FIRST + SHADOW_PAGES * PAGE) {
             const struct pshadow *s = &sh[(pg - SHADOW_FIRST) / PAGE];
+            logs = clog && !s->malformed && (s->w0 & ULPT_LOG);
             if (s->malformed) {
-                *d = (struct dec){ a, 0, 0, ULPT_REASON_MALFORMED };
-                return 1;
-            }
-            if (s->w0 & kind) {
-                *d = (struct dec){ a, s->w0, s->w1, ULPT_REASON_PAGE };
-                return 1;
-            }
-            for (uint64_t b = a; b < cend; b = (b | 127) + 1) {
-                unsigned line = (unsigned)((b >> 7) & 31);
-                if (s->w1 >> (2 * line + (kind == K_W)) & 1) {
-                    *d = (struct dec){ b, s->w0, s->w1, ULPT_REASON_LINE };
-                    return 1;
+                pd = (struct dec){ a, 0, 0, ULPT_REASON_MALFORMED };
+                denied = 1;
+            } else if (s->w0 & kind) {
+                pd = (struct dec){ a, s->w0, s->w1, ULPT_REASON_PAGE };
+                denied = 1;
+            } else {
+                for (uint64_t b = a; b < cend && !denied; b = (b | 127) + 1) {
+                    unsigned line = (unsigned)((b >> 7) & 31);
+                    if (s->w1 >> (2 * line + (kind == K_W)) & 1) {
+                        pd = (struct dec){ b, s->w0, s->w1, ULPT_REASON_LINE };
+                        denied = 1;
+                    }
                 }
             }
         }
+        if (denied && !logs) {
+            *d = pd;
+            return J_VIOLATION;
+        }
+        if (denied && !any) {
+            first = pd;
+            any = 1;
+        }
         a = cend;
     }
-    return 0;
+    *d = first;
+    return any ? J_LOGGED : J_ALLOWED;
+}
+/* The spec's rule (R-TBL-1, R-TBL-2, section 6): is the access delivered? */
+static int decide(const struct pshadow *sh, int mibbad, unsigned kind, uint64_t start,
+                  unsigned size, struct dec *d)
+{
+    return judge(sh, mibbad, kind, start, size, d) == J_VIOLATION;
 }
 
 /* --- the checker (runs in the handler at CPL 3, and at the end of a run) ------------- */
 enum { F_NONE, F_SPURIOUS, F_MISSED, F_FRAME, F_UNKNOWN_RIP, F_BACKWARD, F_AFTER_MISSING,
        F_AFTER_FRAME, F_REPEAT, F_LOOP, F_STRREGS, F_PERMIT_STATE, F_SKIP_STATE, F_REF_DELIVERY,
-       F_STATUS, F_TRAP, F_REF_TRAP, F_MSR, F_UIRET, F_INJECT_MISSED, F_NCODES };
+       F_STATUS, F_TRAP, F_REF_TRAP, F_MSR, F_UIRET, F_INJECT_MISSED, F_COUNT, F_NCODES };
 static const char *const fname[F_NCODES] = {
     "none", "spurious-delivery", "missed-delivery", "frame-mismatch", "delivery-at-unknown-rip",
     "delivery-went-backwards", "after-event-missing", "after-event-frame", "step-alone-not-repeated",
     "delivery-loop", "string-registers-at-delivery", "permit-result-differs (oracle 4)",
     "skip-result-differs (oracle 3)", "delivery-in-unrestricted-run", "in-handler-left-set",
     "unexpected-exception", "exception-in-reference", "msr-rule", "uiret-rule",
-    "inject-not-detected",
+    "inject-not-detected", "count-table-differs (R-CNT-1)",
 };
 struct failrec { int code, k; uint64_t j, want[8], got[8]; };
 static struct failrec fail;
@@ -1137,6 +1176,17 @@ static void next_pos(void)
     if (i >= 0) {
         uint64_t w[8] = { d[i].addr, a[i].kind, a[i].addr, a[i].size, d[i].reason, cur_perm, 0, 0 };
         failed(F_MISSED, cur_k, cur_j, w, NULL);
+    }
+    /* It completed: each logged access of a kind not let through adds one (R-CNT-1). */
+    for (int x = 0; clog && x < n; x++) {
+        uint64_t line = (a[x].addr - CNT_FIRST) >> 7;
+        int again = 0;                   /* the same kind and bytes: one access (R-LOG-2) */
+        for (int y = 0; y < x; y++)
+            again |= a[y].kind == a[x].kind && a[y].addr == a[x].addr && a[y].size == a[x].size;
+        if (!again && !(a[x].kind & cur_perm) &&
+            judge(cshadow, cmib, a[x].kind, a[x].addr, a[x].size, &d[x]) == J_LOGGED &&
+            a[x].addr >= CNT_FIRST && line < CNT_LINES)
+            cnt_expect[line * 2 + (a[x].kind == K_W)]++;
     }
     cur_perm = 0;
     loops = 0;
@@ -1344,6 +1394,12 @@ static void run_seq(int mode, struct result *res)
     for (unsigned p = 0; p < SHADOW_PAGES; p++) cshadow[p] = cshadow_init[p];
     start_pos();
     if (have_ulpt) wrmsr(MSR_ULPT_STATUS, 0);
+    int counting = have_ulpt && clog && mode != M_REF;
+    for (unsigned i = 0; i < CNT_LINES * 2; i++) cnt_table[i] = cnt_expect[i] = 0;
+    if (have_ulpt) {
+        wrmsr(MSR_ULPT_LOG_BASE, counting ? (uint64_t)cnt_table - (CNT_FIRST >> 7) * ULPT_CNT_SIZE : 0);
+        wrmsr(MSR_ULPT_LOG_CTL, counting ? ULPT_LOG_CTL_COUNT : 0);
+    }
     uint64_t v = run_user_default(user_run, NULL);
     *res = (struct result){ v, 0, 0, 0, 0, 0 };
     if (v != 0x80) {
@@ -1363,7 +1419,15 @@ static void run_seq(int mode, struct result *res)
     if (mode != M_REF && v == 0x80) {
         if (pending_after) failed(F_AFTER_MISSING, cur_k, cur_j, after_want, NULL);
         while (cur_k < nins) next_pos();
+        for (unsigned i = 0; counting && i < CNT_LINES * 2; i++)
+            if (cnt_table[i] != cnt_expect[i]) {
+                uint64_t w[8] = { CNT_FIRST + (i / 2) * 128, i % 2, cnt_expect[i] };
+                uint64_t g[8] = { CNT_FIRST + (i / 2) * 128, i % 2, cnt_table[i] };
+                failed(F_COUNT, -1, 0, w, g);
+                break;
+            }
     }
+    if (have_ulpt) wrmsr(MSR_ULPT_LOG_BASE, 0);
 }
 static int same(const struct result *a, const struct result *b)
 {
@@ -1544,6 +1608,14 @@ static void check_campaign(uint64_t start, uint64_t count, int inject)
             }
         }
         cnx = code_nx;
+        /* LOG on some entries; a count table in half the sequences (without one, LOG changes
+           nothing: R-LOG-1). */
+        struct rng lr = seq_rng(s, 5);
+        clog = g_log && rn(&lr, 2);
+        for (unsigned p = 0; g_log && p < SHADOW_PAGES; p++)
+            if (rn(&lr, 3) == 0) shadow[p].w0 |= ULPT_LOG;
+        table_apply();
+        nlogged += clog;
         for (unsigned p = 0; p < SHADOW_PAGES; p++) cshadow_init[p] = shadow[p];
         cmib = mib_malformed;
         if (inject == 1) {              /* the checker's copy differs in one line right */
@@ -1634,7 +1706,8 @@ static void check_campaign(uint64_t start, uint64_t count, int inject)
         }
     }
     bm_printf("fuzz: mode check seed %lu sequences %lu deliveries %lu after-events %lu skipped %lu "
-              "reference-exceptions %lu code-nx %lu\n", g_seed, count, ndel, nafter, nskipped, nreftrap, nnx);
+              "reference-exceptions %lu code-nx %lu counted %lu\n", g_seed, count, ndel, nafter, nskipped,
+              nreftrap, nnx, nlogged);
     (void)inject;
 }
 
@@ -1851,6 +1924,7 @@ void tests(void)
         if (!have_ulpt) { bm_printf("Bail out! mode=check needs -cpu ulpt\n"); bm_exit(1); }
         g_view = !has_word("noview");
         g_nx = !has_word("nonx");
+        g_log = !has_word("nolog");
         ulpt_clear_all();
         ulpt_enable((uint64_t)fuzz_hentry);
         wrmsr(MSR_ULPT_STKADJ, STKADJ);
