@@ -472,6 +472,19 @@ static uint64_t seg_base(x86_reg seg)
 	return b;
 }
 
+/* Capstone 4 gives the memory destination of most SSE and AVX stores as read (for vmovdqu
+ * ymmword ptr [rdi], ymm0 its tables say read): beside a vector register, a memory operand is
+ * written when it is the destination, operand 0, and read otherwise (no SSE or AVX instruction
+ * both reads and writes memory). */
+static unsigned mem_kinds(const cs_x86 *x, int i)
+{
+	for (int k = 0; k < x->op_count; k++)
+		if (x->operands[k].type == X86_OP_REG && x->operands[k].reg >= X86_REG_XMM0 &&
+		    x->operands[k].reg <= X86_REG_ZMM31)
+			return i == 0 ? ULPT_DENY_W : ULPT_DENY_R;
+	return x->operands[i].access & (CS_AC_READ | CS_AC_WRITE);
+}
+
 /*
  * The memory accesses of the instruction at ip with the registers of the context (the
  * program's, but RIP): its explicit memory operands, and the stack slot of a push, pop, call
@@ -520,7 +533,7 @@ int ulpt_ool_mem_(uintptr_t ip, const void *ucv, struct ulpt_ool_mem *m, int max
 		else if (o->mem.index != X86_REG_INVALID)
 			continue;               /* VSIB: a vector of addresses */
 		a += seg_base(o->mem.segment);
-		m[n++] = (struct ulpt_ool_mem){ a, o->size, o->access & (CS_AC_READ | CS_AC_WRITE) };
+		m[n++] = (struct ulpt_ool_mem){ a, o->size, mem_kinds(x, i) };
 	}
 	if (n < max && (insn->id == X86_INS_PUSH || insn->id == X86_INS_CALL))
 		m[n++] = (struct ulpt_ool_mem){ (uintptr_t)gr[REG_RSP] - 8, 8, ULPT_DENY_W };

@@ -1694,6 +1694,42 @@ static int t_count_table(void)
 	return 0;
 }
 
+/* Vector loads and stores count with their own kind: a store is a write only, a load a read
+ * only (SSE, and AVX where the CPU has it). */
+static int t_count_vector(void)
+{
+	char *p = pages(1);
+	struct ulpt_count want[32] = { 0 };
+	void *base;
+	int avx = have_avx();
+
+	count_table(p, 1, &base);
+	CHECK(setup(ULPT_PERMIT) == 0 && ulpt_protect(p, 4096, ULPT_DENY_RW | ULPT_DENY_LOG) == 0 &&
+	      ulpt_count_start(base) == 0, "setup");
+	asm volatile("pxor %%xmm0, %%xmm0\n\t"
+		     "movdqu %%xmm0, 16(%0)\n\t"         /* line 0: a write */
+		     "movups %%xmm0, 128(%0)\n\t"        /* line 1: a write */
+		     "movq %%xmm0, 256(%0)\n\t"          /* line 2: a write */
+		     "movdqu 384(%0), %%xmm0\n\t"        /* line 3: a read */
+		     :: "r"(p) : "xmm0", "memory");
+	want[0].writes = want[1].writes = want[2].writes = 1;
+	want[3].reads = 1;
+	if (avx) {
+		asm volatile("vpxor %%ymm0, %%ymm0, %%ymm0\n\t"
+			     "vmovdqu %%ymm0, 512(%0)\n\t"   /* line 4 */
+			     "vmovaps %%ymm0, 640(%0)\n\t"   /* line 5 */
+			     "vmovdqu 768(%0), %%ymm0\n\t"   /* line 6: a read */
+			     "vzeroupper"
+			     :: "r"(p) : "xmm0", "memory");
+		want[4].writes = want[5].writes = 1;
+		want[6].reads = 1;
+	}
+	CHECK(counts_match(base, p, 1, want), "each store one write and no read, each load one read%s",
+	      avx ? " (SSE and AVX)" : " (SSE; no AVX)");
+	CHECK(h_count == 0, "no delivery (%d)", h_count);
+	return 0;
+}
+
 /* REP string instructions: each iteration counts, its elements on logging pages only; a
  * backward copy; a REPE CMPSB that stops early. Pages 1 and 3 log (1 reads and writes, 3
  * writes), 0 and 2 are open. */
@@ -1984,6 +2020,7 @@ static int t_env_override(void)
 	X(log_vector_state, "the log callback uses SSE under a general-register-only handler: the program's xmm0-15 intact") \
 	X(log_rep, "the access log: a REP string instruction has a record per iteration, of its elements on logging pages") \
 	X(count_table, "the count table: a load, a store, a read-modify-write (a read and a write), stores across lines and pages (their first byte's line): exact counts per line") \
+	X(count_vector, "the count table: SSE and AVX stores count as writes only, loads as reads only") \
 	X(count_rep, "the count table: REP string instructions count each iteration, forward and backward, and stop with REPE") \
 	X(count_take, "the count table: a counter taken with XCHG by another thread while it counts: none lost") \
 	X(count_threads, "the count table shared by four threads, each with its own start: every locked add counted once") \
