@@ -230,6 +230,35 @@ static void count_one(uint64_t *counter)
  * into the record's value word: false when a byte is not in RAM that the TLB
  * maps (the record has no VAL).
  */
+/*
+ * The host address of a byte the instruction just wrote, from any TLB entry
+ * (main or victim, read or write comparator) that maps its page as RAM:
+ * the write itself may have left only a write entry, or one in the victim
+ * TLB. Line rights (TLB_CHECK) are no reason not to read.
+ */
+static bool ram_entry(target_ulong cmp, uint64_t va)
+{
+    return tlb_hit(cmp, va) &&
+           !(cmp & ~TARGET_PAGE_MASK & ~(target_ulong)TLB_CHECK);
+}
+
+static uint8_t *written_host(CPUX86State *env, uint64_t va, int mmu_idx)
+{
+    CPUTLBEntry *te = tlb_entry(env, mmu_idx, va);
+    CPUTLBDesc *d = &env_tlb(env)->d[mmu_idx];
+
+    if (ram_entry(te->addr_read, va) || ram_entry(tlb_addr_write(te), va)) {
+        return (uint8_t *)(uintptr_t)(va + te->addend);
+    }
+    for (int i = 0; i < CPU_VTLB_SIZE; i++) {
+        te = &d->vtable[i];
+        if (ram_entry(te->addr_read, va) || ram_entry(tlb_addr_write(te), va)) {
+            return (uint8_t *)(uintptr_t)(va + te->addend);
+        }
+    }
+    return NULL;
+}
+
 static bool read_back(CPUX86State *env, uint64_t va, unsigned size,
                       uint64_t *value)
 {
@@ -237,17 +266,13 @@ static bool read_back(CPUX86State *env, uint64_t va, unsigned size,
     uint64_t v = 0;
 
     for (unsigned i = 0; i < size; ) {
-        CPUTLBEntry *te = tlb_entry(env, mmu_idx, va + i);
         unsigned k = MIN(size - i,
                          TARGET_PAGE_SIZE - ((va + i) & ~TARGET_PAGE_MASK));
-        uint8_t *h;
+        uint8_t *h = written_host(env, va + i, mmu_idx);
 
-        /* Plain RAM in the TLB; line rights are no reason not to read. */
-        if (!tlb_hit(te->addr_read, va + i) ||
-            (te->addr_read & ~TARGET_PAGE_MASK & ~(target_ulong)TLB_CHECK)) {
+        if (!h) {
             return false;
         }
-        h = (uint8_t *)(uintptr_t)(va + i + te->addend);
         for (unsigned j = 0; j < k; j++) {
             v |= (uint64_t)h[j] << (8 * (i + j));
         }

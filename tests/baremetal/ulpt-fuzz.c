@@ -43,12 +43,15 @@
  *   noview                   (check) no stores to the view in the sequences;
  *   nonx                     (check) the code page never NX (one sequence in five has it:
  *                            every fetch delivers, the fetch first, each REP iteration's).
- *   nolog                    (check) no LOG entries. Otherwise a third of the entries have LOG
- *                            and half the sequences run with a count table (spec 6.3): the
- *                            accesses that only LOG entries deny must complete undelivered,
- *                            and at the end of a run each line's read and write counters
- *                            must equal the checker's count of the logged accesses of the
- *                            positions that completed (kinds a permit let through excluded).
+ *   nolog                    (check) no LOG entries. Otherwise a third of the entries have LOG,
+ *                            a third of the sequences run with a count table (spec 6.3) and a
+ *                            third with a ring (6.2): the accesses that only LOG entries deny
+ *                            must complete undelivered, and at the end of a run each line's
+ *                            read and write counters must equal the checker's count of the
+ *                            logged accesses of the positions that completed (kinds a permit
+ *                            let through excluded), or the ring must hold their records, each
+ *                            once, in the order of the positions (start, kind, reason, size,
+ *                            VAL, RIP; the value is not checked).
  * The image ends with "fuzz: ..." summary lines and exits 0 when nothing failed.
  */
 #include <cpuid.h>
@@ -937,7 +940,7 @@ static uint64_t *l1_entry7, l1_saved;
 
 /* The code page's entry: NX (with random line rights, which never affect a fetch). */
 static int code_nx, g_nx, g_log;
-static uint64_t nlogged;         /* sequences run with a count table */
+static uint64_t nlogged, nringed; /* sequences run with a count table, with a ring */
 static uint64_t code_w0, code_w1;
 static void table_apply(void)
 {
@@ -1007,11 +1010,25 @@ struct dec { uint64_t addr, w0, w1; unsigned reason; };
  * violation reports the first byte an entry without LOG denies. The table covers the shadow
  * pages and one page either side (an access may start there and straddle in).
  */
-static int clog;
+static int clog;                         /* 0 none, C_COUNT or C_RING */
+enum { C_COUNT = 1, C_RING };
 #define CNT_FIRST (SHADOW_FIRST - PAGE)
 #define CNT_LINES ((SHADOW_PAGES + 2) * 32)
 static uint64_t cnt_table[CNT_LINES * 2] __attribute__((aligned(4096)));
 static uint64_t cnt_expect[CNT_LINES * 2];
+/*
+ * The ring (6.2) of a run with C_RING, above the data's MiB, and the records the checker
+ * expects: appended per position in next_pos, compared position by position (the order of
+ * one instruction's records is the order QEMU makes its accesses in, so as a set).
+ */
+#define RING_BASE 0x800000ull
+#define RING_SHIFT 14
+#define EXP_MAX 8192
+struct erec { uint64_t start, info, rip; };
+static struct erec rexp[EXP_MAX];
+static uint32_t rexp_pos[EXP_MAX];        /* the position each record belongs to */
+static unsigned nrexp, npos;
+static uint64_t ring_used;                /* slots to clear before the next run */
 
 enum { J_ALLOWED, J_VIOLATION, J_LOGGED };
 static int judge(const struct pshadow *sh, int mibbad, unsigned kind, uint64_t start,
@@ -1076,14 +1093,14 @@ static int decide(const struct pshadow *sh, int mibbad, unsigned kind, uint64_t 
 /* --- the checker (runs in the handler at CPL 3, and at the end of a run) ------------- */
 enum { F_NONE, F_SPURIOUS, F_MISSED, F_FRAME, F_UNKNOWN_RIP, F_BACKWARD, F_AFTER_MISSING,
        F_AFTER_FRAME, F_REPEAT, F_LOOP, F_STRREGS, F_PERMIT_STATE, F_SKIP_STATE, F_REF_DELIVERY,
-       F_STATUS, F_TRAP, F_REF_TRAP, F_MSR, F_UIRET, F_INJECT_MISSED, F_COUNT, F_NCODES };
+       F_STATUS, F_TRAP, F_REF_TRAP, F_MSR, F_UIRET, F_INJECT_MISSED, F_COUNT, F_RING, F_NCODES };
 static const char *const fname[F_NCODES] = {
     "none", "spurious-delivery", "missed-delivery", "frame-mismatch", "delivery-at-unknown-rip",
     "delivery-went-backwards", "after-event-missing", "after-event-frame", "step-alone-not-repeated",
     "delivery-loop", "string-registers-at-delivery", "permit-result-differs (oracle 4)",
     "skip-result-differs (oracle 3)", "delivery-in-unrestricted-run", "in-handler-left-set",
     "unexpected-exception", "exception-in-reference", "msr-rule", "uiret-rule",
-    "inject-not-detected", "count-table-differs (R-CNT-1)",
+    "inject-not-detected", "count-table-differs (R-CNT-1)", "log-records-differ (R-LOG-1..3)",
 };
 struct failrec { int code, k; uint64_t j, want[8], got[8]; };
 static struct failrec fail;
@@ -1183,11 +1200,21 @@ static void next_pos(void)
         int again = 0;                   /* the same kind and bytes: one access (R-LOG-2) */
         for (int y = 0; y < x; y++)
             again |= a[y].kind == a[x].kind && a[y].addr == a[x].addr && a[y].size == a[x].size;
-        if (!again && !(a[x].kind & cur_perm) &&
-            judge(cshadow, cmib, a[x].kind, a[x].addr, a[x].size, &d[x]) == J_LOGGED &&
-            a[x].addr >= CNT_FIRST && line < CNT_LINES)
+        if (again || (a[x].kind & cur_perm) ||
+            judge(cshadow, cmib, a[x].kind, a[x].addr, a[x].size, &d[x]) != J_LOGGED)
+            continue;
+        if (clog == C_COUNT && a[x].addr >= CNT_FIRST && line < CNT_LINES)
             cnt_expect[line * 2 + (a[x].kind == K_W)]++;
+        if (clog == C_RING && nrexp < EXP_MAX) {
+            /* A write to RAM has its value (VAL); the value itself is not checked. */
+            uint64_t info = a[x].kind | (uint64_t)d[x].reason << 8 |
+                            (uint64_t)(a[x].size < 0xffff ? a[x].size : 0xffff) << 16 |
+                            (a[x].kind == K_W ? ULPT_REC_VAL : 0) | ULPT_REC_V;
+            rexp[nrexp] = (struct erec){ a[x].addr, info, CODE + ins[cur_k].off };
+            rexp_pos[nrexp++] = npos;
+        }
     }
+    npos++;
     cur_perm = 0;
     loops = 0;
     if (ins[cur_k].is_view && g_inject != 2) {  /* the new entry holds from the next instruction */
@@ -1380,6 +1407,43 @@ static uint64_t fnv(uint64_t h, const void *p, unsigned n)
 static void user_run(void *unused) { (void)unused; fuzz_enter(&fuzz_in); }
 static int have_ulpt;
 
+/* R-LOG-1..3: the ring holds exactly the expected records, position by position. */
+static void ring_check(void)
+{
+    volatile uint64_t *ring = (volatile uint64_t *)RING_BASE;
+    uint64_t index = rdmsr(MSR_ULPT_LOG_INDEX);
+    if (nrexp == EXP_MAX || index > 1u << RING_SHIFT) return;    /* too many to check */
+    if (index != nrexp) {
+        uint64_t w[8] = { 0, 0, nrexp }, g[8] = { 0, 0, index };
+        failed(F_RING, -1, 0, w, g);
+        return;
+    }
+    for (unsigned i = 0; i < nrexp;) {
+        unsigned e = i;
+        while (e < nrexp && rexp_pos[e] == rexp_pos[i]) e++;
+        for (unsigned x = i; x < e; x++) {   /* each expected record once in [i, e) */
+            int found = 0;
+            for (unsigned y = i; y < e && !found; y++) {
+                volatile uint64_t *r = ring + (uint64_t)y * (ULPT_REC_SIZE / 8);
+                uint64_t info = r[ULPT_REC_INFO];
+                if (r[ULPT_REC_START] == rexp[x].start && info == rexp[x].info &&
+                    r[ULPT_REC_RIP] == rexp[x].rip) {
+                    r[ULPT_REC_INFO] = info | 1ull << 62;      /* taken (bit 62 is 0 in a record) */
+                    found = 1;
+                }
+            }
+            if (!found) {
+                volatile uint64_t *r = ring + (uint64_t)x * (ULPT_REC_SIZE / 8);
+                uint64_t w[8] = { rexp[x].start, rexp[x].info, rexp[x].rip, x };
+                uint64_t g[8] = { r[ULPT_REC_START], r[ULPT_REC_INFO] & ~(1ull << 62), r[ULPT_REC_RIP], x };
+                failed(F_RING, -1, 0, w, g);
+                return;
+            }
+        }
+        i = e;
+    }
+}
+
 static void run_seq(int mode, struct result *res)
 {
     for (unsigned i = 0; i < sizeof(fuzz_out); i++) ((uint8_t *)&fuzz_out)[i] = 0;
@@ -1394,11 +1458,17 @@ static void run_seq(int mode, struct result *res)
     for (unsigned p = 0; p < SHADOW_PAGES; p++) cshadow[p] = cshadow_init[p];
     start_pos();
     if (have_ulpt) wrmsr(MSR_ULPT_STATUS, 0);
-    int counting = have_ulpt && clog && mode != M_REF;
+    int counting = have_ulpt && clog == C_COUNT && mode != M_REF;
+    int ringing = have_ulpt && clog == C_RING && mode != M_REF;
     for (unsigned i = 0; i < CNT_LINES * 2; i++) cnt_table[i] = cnt_expect[i] = 0;
+    for (uint64_t i = 0; i < ring_used * ULPT_REC_SIZE / 8; i++) ((volatile uint64_t *)RING_BASE)[i] = 0;
+    ring_used = 0;
+    nrexp = npos = 0;
     if (have_ulpt) {
-        wrmsr(MSR_ULPT_LOG_BASE, counting ? (uint64_t)cnt_table - (CNT_FIRST >> 7) * ULPT_CNT_SIZE : 0);
-        wrmsr(MSR_ULPT_LOG_CTL, counting ? ULPT_LOG_CTL_COUNT : 0);
+        wrmsr(MSR_ULPT_LOG_BASE, counting ? (uint64_t)cnt_table - (CNT_FIRST >> 7) * ULPT_CNT_SIZE :
+                                 ringing ? RING_BASE : 0);
+        wrmsr(MSR_ULPT_LOG_CTL, counting ? ULPT_LOG_CTL_COUNT : ringing ? RING_SHIFT : 0);
+        wrmsr(MSR_ULPT_LOG_INDEX, 0);
     }
     uint64_t v = run_user_default(user_run, NULL);
     *res = (struct result){ v, 0, 0, 0, 0, 0 };
@@ -1426,6 +1496,11 @@ static void run_seq(int mode, struct result *res)
                 failed(F_COUNT, -1, 0, w, g);
                 break;
             }
+        if (ringing) ring_check();
+    }
+    if (ringing) {
+        ring_used = rdmsr(MSR_ULPT_LOG_INDEX);
+        if (ring_used > 1u << RING_SHIFT) ring_used = 1u << RING_SHIFT;
     }
     if (have_ulpt) wrmsr(MSR_ULPT_LOG_BASE, 0);
 }
@@ -1608,14 +1683,15 @@ static void check_campaign(uint64_t start, uint64_t count, int inject)
             }
         }
         cnx = code_nx;
-        /* LOG on some entries; a count table in half the sequences (without one, LOG changes
-           nothing: R-LOG-1). */
+        /* LOG on some entries; a count table in a third of the sequences, a ring in a third
+           (without either, LOG changes nothing: R-LOG-1). */
         struct rng lr = seq_rng(s, 5);
-        clog = g_log && rn(&lr, 2);
+        clog = g_log ? (int)rn(&lr, 3) : 0;
         for (unsigned p = 0; g_log && p < SHADOW_PAGES; p++)
             if (rn(&lr, 3) == 0) shadow[p].w0 |= ULPT_LOG;
         table_apply();
-        nlogged += clog;
+        nlogged += clog == C_COUNT;
+        nringed += clog == C_RING;
         for (unsigned p = 0; p < SHADOW_PAGES; p++) cshadow_init[p] = shadow[p];
         cmib = mib_malformed;
         if (inject == 1) {              /* the checker's copy differs in one line right */
@@ -1706,8 +1782,8 @@ static void check_campaign(uint64_t start, uint64_t count, int inject)
         }
     }
     bm_printf("fuzz: mode check seed %lu sequences %lu deliveries %lu after-events %lu skipped %lu "
-              "reference-exceptions %lu code-nx %lu counted %lu\n", g_seed, count, ndel, nafter, nskipped,
-              nreftrap, nnx, nlogged);
+              "reference-exceptions %lu code-nx %lu counted %lu logged %lu\n", g_seed, count, ndel, nafter,
+              nskipped, nreftrap, nnx, nlogged, nringed);
     (void)inject;
 }
 
