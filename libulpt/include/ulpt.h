@@ -96,8 +96,8 @@ struct ulpt_fault {
 	                       { the page's denied rights, 0 } */
 	pid_t tid;          /* the faulting thread */
 	uintptr_t next_ip;  /* ULPT_SKIP: where to continue (the handler sets it); in the
-	                       after-call: where the program goes on (ULPT backend: the handler
-	                       may change it, with every register as the program's there) */
+	                       after-call: where the program goes on (the handler may change
+	                       it, with every register as the program's there) */
 	int after;          /* 1 in the second call after ULPT_PERMIT_STEP, else 0 */
 	uint64_t rflags;    /* after-call: the program's RFLAGS as it goes on (TF set: a debugger
 	                       single-steps it); the handler may clear TF. mprotect backend, first

@@ -536,8 +536,9 @@ static void close_pages(void)
 }
 
 /* The after-call of ULPT_PERMIT_STEP, if one is due, for an instruction that went on to
- * next_ip with the flags *rflags (the handler may clear TF there). */
-static void after_call(uintptr_t next_ip, greg_t *rflags)
+ * *rip with the flags *rflags: the handler may send the program elsewhere (next_ip), as on
+ * ULPT, and clear TF. */
+static void after_call(greg_t *rip, greg_t *rflags)
 {
 	struct ulpt_fault f = step_fault;
 	ulpt_handler_t handler = __atomic_load_n(&ulpt_lib_.handler, __ATOMIC_ACQUIRE);
@@ -547,13 +548,14 @@ static void after_call(uintptr_t next_ip, greg_t *rflags)
 		return;
 	step_pending = 0;
 	f.after = 1;
-	f.next_ip = next_ip;
+	f.next_ip = (uintptr_t)*rip;
 	f.rflags = (uint64_t)*rflags;
 	if (handler) {
 		in_handler = 1;
 		handler(&f, ulpt_lib_.handler_arg);
 		in_handler = was;
 	}
+	*rip = (greg_t)f.next_ip;
 	if (!(f.rflags & RFLAGS_TF))
 		*rflags &= ~(greg_t)RFLAGS_TF;
 }
@@ -590,9 +592,9 @@ static void ool_end(ucontext_t *uc, uintptr_t next_ip)
 	step_own_tf = 0;
 	uc->uc_sigmask = step_mask;
 	log_append(step_pending, uc);
-	after_call(next_ip, &gr[REG_EFL]);
-	if (!(gr[REG_EFL] & RFLAGS_TF))
-		return;
+	after_call(&gr[REG_RIP], &gr[REG_EFL]);
+	if (!(gr[REG_EFL] & RFLAGS_TF) || gr[REG_RIP] != (greg_t)next_ip)
+		return;     /* sent elsewhere: TF traps after the first instruction there */
 	/* TF still set. A debugger's single step (ptrace) went into this signal handler, and
 	 * the debugger waits for its return to the instruction (GDB puts a breakpoint there):
 	 * it is done, and a trap further on would be one the debugger did not ask for, so the
@@ -779,7 +781,7 @@ static void on_trap(int sig, siginfo_t *si, void *ucv)
 		uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)RFLAGS_TF;
 	uc->uc_sigmask = step_mask;         /* asynchronous signals wait no longer */
 	log_append(step_pending, uc);
-	after_call((uintptr_t)uc->uc_mcontext.gregs[REG_RIP], &uc->uc_mcontext.gregs[REG_EFL]);
+	after_call(&uc->uc_mcontext.gregs[REG_RIP], &uc->uc_mcontext.gregs[REG_EFL]);
 	errno = saved_errno;
 	/* The program's single step, after ours (unless the after-call took it over: TF clear). */
 	if (step_own_tf) {

@@ -751,6 +751,38 @@ static int t_step_after_write(void)
 	return 0;
 }
 
+/* The after-call sends the program elsewhere (next_ip), with its registers, on both backends. */
+extern const char nip_skip[], nip_land[];
+static __attribute__((noinline)) int store_then_flag(volatile uint64_t *p)
+{
+	int skipped = 1;
+	asm volatile("movq $7, (%1)\nnip_skip: movl $0, %0\nnip_land:"
+		     : "+r"(skipped) : "r"(p) : "memory");
+	return skipped;
+}
+static volatile uintptr_t nip_seen;
+static enum ulpt_action nip_handler(struct ulpt_fault *f, void *arg)
+{
+	(void)arg;
+	if (!f->after)
+		return ULPT_PERMIT_STEP;
+	nip_seen = f->next_ip;
+	f->next_ip = (uintptr_t)nip_land;
+	return ULPT_DEFAULT;
+}
+static int t_step_next_ip(void)
+{
+	volatile uint64_t *p = pages(1);
+
+	CHECK(ulpt_init(backend) == 0 && ulpt_set_handler(nip_handler, NULL, 0) == 0 &&
+	      deny_at(p, ULPT_DENY_W) == 0, "setup");
+	int skipped = store_then_flag(p);
+	CHECK(nip_seen == (uintptr_t)nip_skip, "the after-call's next_ip is the next instruction (%#lx)",
+	      (unsigned long)nip_seen);
+	CHECK(skipped == 1 && *p == 7, "the program went on where the after-call said, the store made");
+	return 0;
+}
+
 /* A non-locked read-modify-write: reads first, then writes (docs/spec.md section 6). */
 extern const char rmw_insn[], rmw_end[];
 static __attribute__((noinline)) void add_one(volatile uint64_t *p)
@@ -1999,6 +2031,7 @@ static int t_env_override(void)
 	X(env_override, "ULPT_BACKEND overrides the automatic choice") \
 	X(step_after_write, "ULPT_PERMIT_STEP: the after-call sees the value written") \
 	X(step_rmw, "ULPT_PERMIT_STEP on a read-modify-write: one after-call") \
+	X(step_next_ip, "the after-call's next_ip sends the program elsewhere") \
 	X(step_sigtrap_chain, "the program's SIGTRAP handler still gets its traps") \
 	X(step_no_kernel, "ULPT_PERMIT_STEP on ULPT: after-calls with no SIGTRAP") \
 	X(unwind, "a backtrace in the handler and the after-call reaches the program (libunwind)") \
