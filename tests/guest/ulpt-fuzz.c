@@ -13,8 +13,9 @@
  * arguments (bad, kernel and non-canonical pointers, read-only and straddling structures,
  * non-zero flags, handler addresses around the user limit, unknown codes; access logs that are
  * misaligned, at kernel or non-canonical addresses, around the user limit, too big, with a
- * threshold above their size, on unmapped or read-only memory), accesses logged through
- * entries with ULPT_LOG (each record checked and consumed; log events), the view and
+ * threshold above their size, on unmapped or read-only memory; count tables, with a size or
+ * threshold, and unknown flags), accesses logged through entries with ULPT_LOG (each record
+ * checked and consumed, each counter taken; log events), the view and
  * restricted memory through mmap, munmap, mremap, mprotect, madvise and brk, accesses that the
  * table denies (with and without a handler), fork, exec, threads, clone(CLONE_VM), signals
  * inside the handler, processes that die inside it, PTRACE_ARCH_PRCTL, an address space too
@@ -84,7 +85,7 @@ static unsigned long user_limit = (1UL << 47) - PG, va_top = 1UL << 47;
 struct failure { char sig[200]; unsigned long seq, count; };
 struct shared {
     int lock;
-    long seqs, procs, calls, accesses, handled, forks, execs, again, again_pf, logged;
+    long seqs, procs, calls, accesses, handled, forks, execs, again, again_pf, logged, counted;
     long table_kb;                  /* sum over processes of their table's size at exit */
     long progress[8];               /* per job slot: counted events of its sequence's processes */
     long fails, nfail, nnote;
@@ -95,6 +96,7 @@ static uint64_t seed0;
 static unsigned long cur_seq;
 static int nodev;                   /* no ULPT (or noulpt): every ARCH_ULPT_* is ENODEV */
 static int nolog;                   /* a ULPT CPU without the access log: the log calls ENODEV */
+static int nocount;                 /* one without count tables: a count table is ENODEV */
 
 static void sh_lock(void) { while (__atomic_exchange_n(&sh->lock, 1, __ATOMIC_ACQUIRE)) sched_yield(); }
 static void sh_unlock(void) { __atomic_store_n(&sh->lock, 0, __ATOMIC_RELEASE); }
@@ -227,8 +229,10 @@ enum { LM_OWN, LM_HOLE, LM_RO, LM_OTHER };
 static __thread struct ulpt_log my_log;
 static __thread long my_log_epoch;
 static __thread int my_log_mem;
-static __thread struct ulpt_log_record *my_log_buf;   /* one page: 2^7 records */
+/* Two pages: 2^7 records, or the counters of our NP pages (16 bytes per 128) */
+static __thread struct ulpt_log_record *my_log_buf;
 static __thread uint64_t t_ls;        /* the log operations' own stream: the others' unchanged */
+static __thread uint64_t t_cs;        /* the count tables' own: the log operations' unchanged */
 static __thread volatile long t_logev, t_full;
 static __thread volatile uint64_t t_logev_index;
 
@@ -484,6 +488,27 @@ static void check_logged(int idx, int kind, uint8_t *p, uint64_t v, int sig, lon
         fail("a log event: frame word 2 is not the write index");
 }
 
+/*
+ * The same for a count table: made, and one added to the counter of its kind of the line of
+ * p (taken at once, so it must hold 1); never a log event.
+ */
+static void check_counted(int kind, uint8_t *p, int sig, long hits, long ev)
+{
+    uint64_t *c = (uint64_t *)(my_log.base + ((unsigned long)p >> ULPT_LINE_SHIFT) * ULPT_CNT_SIZE) +
+                  (kind == K_R ? ULPT_CNT_READ : ULPT_CNT_WRITE);
+    uint64_t n = __atomic_exchange_n(c, 0, __ATOMIC_ACQ_REL);
+
+    add(&sh->counted, 1);
+    if (sig || hits)
+        fail("a counted access: signal %d code %d, handler ran %ld", sig, t_code, hits);
+    else if (n != 1)
+        fail("a counted %s: its line's counter added %llu, not 1", kind == K_R ? "read" : "write",
+             (unsigned long long)n);
+    if (ev)
+        fail("a counted access: %ld log events", ev);
+    my_log.index++;
+}
+
 /* GET_LOG (and this thread's ULPT_log: line) against the tracked log. */
 static void check_log(const char *when)
 {
@@ -500,7 +525,7 @@ static void check_log(const char *when)
         if (l.base || l.size_shift || l.thresh || l.index || l.flags)
             fail("GET_LOG without a log (%s): not all zero", when);
     } else if (l.base != my_log.base || l.size_shift != my_log.size_shift || l.thresh != my_log.thresh ||
-               l.index != my_log.index || l.flags) {
+               l.index != my_log.index || l.flags != my_log.flags) {
         fail("GET_LOG (%s): not the log set, or not its write index", when);
     }
     char b[512], *t;
@@ -509,9 +534,15 @@ static void check_log(const char *when)
     if (fd >= 0)
         close(fd);
     b[n > 0 ? n : 0] = 0;
-    if (enabled && (!(t = strstr(b, "ULPT_log:\t")) ||
-                    strtoull(t + 10, NULL, 10) != (log_live() ? 1ull << my_log.size_shift : 0)))
-        fail("arch_status ULPT_log (%s): not the thread's log size", when);
+    if (enabled && log_live() && my_log.flags)
+        t = strstr(b, "ULPT_log:\tcount table\n") ? NULL : "count table";
+    else if (enabled && (!(t = strstr(b, "ULPT_log:\t")) ||
+                         strtoull(t + 10, NULL, 10) != (log_live() ? 1ull << my_log.size_shift : 0)))
+        t = "size";
+    else
+        t = NULL;
+    if (t)
+        fail("arch_status ULPT_log (%s): not the thread's log %s", when, t);
 }
 
 /* One access to our memory, checked against the entries and the handler. */
@@ -541,7 +572,10 @@ static void checked_access(uint64_t *s)
         return;
     }
     if (kind != K_X && (w0[idx] & ULPT_LOG) && log_live()) {
-        check_logged(idx, kind, p, v, sig, t_hits - hits, t_logev - ev, handler);
+        if (my_log.flags)
+            check_counted(kind, p, sig, t_hits - hits, t_logev - ev);
+        else
+            check_logged(idx, kind, p, v, sig, t_hits - hits, t_logev - ev, handler);
         return;
     }
     if (t_logev != ev)
@@ -832,6 +866,8 @@ static int log_arg_ok(const struct ulpt_log *l)
 {
     if (!l->base)
         return 1;
+    if (l->flags & ULPT_LOG_COUNT)       /* sparse: no size to check */
+        return !l->size_shift && !l->thresh && l->base % 32 == 0 && l->base < USER_LIMIT;
     return l->size_shift <= 24 && l->thresh <= (1u << l->size_shift) && l->base % 32 == 0 &&
            l->base < USER_LIMIT && (32ull << l->size_shift) <= USER_LIMIT - l->base;
 }
@@ -843,7 +879,7 @@ static void op_set_log(uint64_t *s)
     struct ulpt_log *a = (struct ulpt_log *)(cls == P_UNALIGNED ? buf + 1 + rn(s, 7) : buf);
     unsigned long p = hostile_ptr(cls, s, buf);
     struct ulpt_log l = { 0 };
-    int mem = LM_OTHER;
+    int mem = LM_OTHER, count = rn(&t_cs, 3) == 0;
     const char *c;
 
     if (!my_log_buf) {
@@ -858,7 +894,10 @@ static void op_set_log(uint64_t *s)
     switch (rn(s, 14)) {
     case 0: c = "base 0 (no log)"; l.size_shift = rnd(s); break;
     case 1: case 2: case 3: case 4: case 12: case 13:
-        l.base = (unsigned long)my_log_buf; mem = LM_OWN; c = "own memory"; break;
+        l.base = (unsigned long)my_log_buf; mem = LM_OWN; c = "own memory";
+        if (count)              /* the counters of region in my_log_buf (wraps: EINVAL) */
+            l.base -= ((unsigned long)region >> ULPT_LINE_SHIFT) * ULPT_CNT_SIZE;
+        break;
     case 5: l.base = (unsigned long)hole_page; mem = LM_HOLE; c = "unmapped memory"; break;
     case 6: l.base = (unsigned long)ro_page; mem = LM_RO; c = "read-only memory"; break;
     case 7: l.base = (unsigned long)my_log_buf + 1 + rn(s, 31); c = "base not 32-byte aligned"; break;
@@ -883,7 +922,18 @@ static void op_set_log(uint64_t *s)
     default: l.thresh = rnd(s); break;
     }
     l.index = rn(s, 2) ? rnd(s) : rn(s, 100);
-    l.flags = rn(s, 8) == 0 ? 1ull << rn(s, 64) : 0;
+    l.flags = rn(s, 8) == 0 ? 1ull << (1 + rn(s, 63)) : 0;
+    if (count) {
+        if (rn(&t_cs, 8))
+            l.size_shift = l.thresh = 0;
+        if (mem == LM_OWN)
+            c = "count table, own memory";
+        else
+            mem = LM_OTHER;              /* its counters could land anywhere */
+        l.flags |= ULPT_LOG_COUNT;
+        if (rn(&t_cs, 16) == 0)
+            l.flags |= rnd(&t_cs) & ~ULPT_LOG_COUNT;
+    }
     if (cls == P_VALID || cls == P_UNALIGNED) {
         memcpy(a, &l, sizeof(l));
         p = (unsigned long)a;
@@ -900,10 +950,12 @@ static void op_set_log(uint64_t *s)
         EXPECT("SET_LOG", c, e, ENODEV);
     else if (cls != P_VALID && cls != P_UNALIGNED && cls != P_READONLY)
         EXPECT("SET_LOG", c, e, EFAULT);
-    else if (l.flags)
-        EXPECT("SET_LOG", "flags set", e, EINVAL);
+    else if (l.flags & ~ULPT_LOG_COUNT)
+        EXPECT("SET_LOG", "unknown flags set", e, EINVAL);
     else if (!log_arg_ok(&l))
         EXPECT("SET_LOG", c, e, EINVAL);
+    else if (l.flags && nocount)
+        EXPECT("SET_LOG", "count table, none in the CPU", e, ENODEV);
     else if (!enabled)
         EXPECT("SET_LOG", "no table", e, EINVAL);
     else
@@ -919,7 +971,7 @@ static void op_set_log(uint64_t *s)
             my_log_epoch = epoch;
             my_log_mem = mem;
             if (mem == LM_OWN)
-                memset(my_log_buf, 0, PG);
+                memset(my_log_buf, 0, 2 * PG);
         } else {
             memset(&my_log, 0, sizeof(my_log));
         }
@@ -1519,6 +1571,7 @@ static void *thread_fn(void *a)
     my_epoch = t->epoch;
     t_hmode = H_PERMIT;
     t_ls = mix(t->seed ^ 0x6c6f67);
+    t_cs = mix(t->seed ^ 0x636e74);
     check_state("new thread (inherits the handler)");
     check_log("new thread (no log)");
     pthread_mutex_unlock(&st_lock);
@@ -1545,6 +1598,7 @@ static void sequence(uint64_t s0)
     uint64_t s = mix(s0);
     int nops = 20 + rn(&s, 60);
     t_ls = mix(s0 ^ 0x6c6f67);
+    t_cs = mix(s0 ^ 0x636e74);
     for (int i = 0; i < nops; i++) {
         if (rn(&t_ls, 100) < 12)
             (rn(&t_ls, 3) ? op_set_log : op_get_log)(&t_ls);
@@ -1630,6 +1684,9 @@ static void setup_process(void)
         munmap(hi, PG);
     nodev = aprctl(ARCH_ULPT_GET_STATE, (unsigned long)&(struct ulpt_state){ 0 }) && errno == ENODEV;
     nolog = !nodev && aprctl(ARCH_ULPT_GET_LOG, (unsigned long)&(struct ulpt_log){ 0 }) && errno == ENODEV;
+    nocount = !nodev && !nolog &&
+              aprctl(ARCH_ULPT_SET_LOG, (unsigned long)&(struct ulpt_log){ .flags = ULPT_LOG_COUNT }) &&
+              errno == ENODEV;
 }
 
 /* One sequence in a process of its own, as the root of its tree. */
@@ -1817,7 +1874,7 @@ static void t_fuzz(void)
     mem_before = ulpt_mem_free_kb();
     /* the campaign's figures: what the regression replays counted is not part of them */
     sh->seqs = sh->procs = sh->calls = sh->accesses = sh->handled = sh->forks = sh->execs = sh->again = sh->again_pf = 0;
-    sh->logged = 0;
+    sh->logged = sh->counted = 0;
     for (;;) {
         int live = 0;
         for (int j = 0; j < jobs; j++) {
@@ -1868,9 +1925,10 @@ static void t_fuzz(void)
     /* sequences leave grandchildren only when killed: reap them */
     while (waitpid(-1, NULL, WNOHANG) > 0)
         ;
-    printf("# seed %llu: %ld sequences (%ld processes, %ld forks, %ld execs) in %.0f s: %ld checked calls, %ld accesses (%ld handled, %ld of them delivered again after an exception, %ld of those after a page fault; %ld logged)%s\n",
+    printf("# seed %llu: %ld sequences (%ld processes, %ld forks, %ld execs) in %.0f s: %ld checked calls, %ld accesses (%ld handled, %ld of them delivered again after an exception, %ld of those after a page fault; %ld logged, %ld counted)%s\n",
            (unsigned long long)seed0, sh->seqs, sh->procs, sh->forks, sh->execs, now() - t0, sh->calls,
-           sh->accesses, sh->handled, sh->again, sh->again_pf, sh->logged, nolog ? "; a CPU without the access log" : "");
+           sh->accesses, sh->handled, sh->again, sh->again_pf, sh->logged, sh->counted,
+           nolog ? "; a CPU without the access log" : nocount ? "; a CPU without count tables" : "");
     tap_ok(sh->seqs > 0 && hung == 0 && bad == 0, "%ld sequences ran, none hung or died (%d hung, %d died)", sh->seqs, hung, bad);
     tap_ok(sh->fails == 0, "every errno and state as docs/linux-api.md says (%ld failed checks, %ld distinct)",
            sh->fails, sh->nfail);

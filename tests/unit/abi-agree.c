@@ -1,8 +1,8 @@
 /*
  * The kernel's uapi <asm/ulpt.h> and the ABI header <ulpt/arch.h> agree: every name both define
  * is token-identical (built with -Werror, a differing redefinition fails the build), and the
- * kernel's frame and log record structures have the architecture's layouts. `abi-agree NAME` runs one test of
- * abi_tests[], `abi-agree --list` lists them.
+ * kernel's frame, log record and count structures have the architecture's layouts.
+ * `abi-agree NAME` runs one test of abi_tests[], `abi-agree --list` lists them.
  */
 #include <stddef.h>
 #include <asm/ulpt.h>
@@ -56,8 +56,18 @@ static void log_fields(void)
     tap_ok(ULPT_LOG == 1ull << 8 && ULPT_REASON_FULL == 5 && ULPT_REASON_LOG == 6 &&
            ULPT_REC_V == 1ull << 63 && ULPT_REC_VAL == 1ull << 32 && ULPT_LOG_MAX_SHIFT == 24 &&
            ULPT_LOG_CTL_SIZE_MASK == 0x1f && ULPT_LOG_CTL_THRESH_SHIFT == 32 &&
-           ULPT_LOG_CTL_RSVD_MASK == (0xffffffffull & ~0x1full) && ULPT_LOG_ALIGN == 32,
+           ULPT_LOG_CTL_COUNT == 1ull << 5 &&
+           ULPT_LOG_CTL_RSVD_MASK == (0xffffffffull & ~0x3full) && ULPT_LOG_ALIGN == 32,
            "the LOG entry bit, the log's reasons, record info bits and ULPT_LOG_CTL fields");
+}
+
+/* The count table of docs/spec.md section 6.3: 16 bytes per 128-byte line, reads first */
+static void count_layout(void)
+{
+    tap_ok(sizeof(struct ulpt_count) == ULPT_CNT_SIZE && ULPT_CNT_SIZE == 16 &&
+           ULPT_LINE_SHIFT == 7 && offsetof(struct ulpt_count, reads) == 8 * ULPT_CNT_READ &&
+           offsetof(struct ulpt_count, writes) == 8 * ULPT_CNT_WRITE && ULPT_CNT_WRITE == 1,
+           "struct ulpt_count has the counter layout of docs/spec.md section 6.3");
 }
 
 /* The arguments of ARCH_ULPT_SET_LOG and ARCH_ULPT_GET_LOG (docs/linux-api.md) */
@@ -66,8 +76,9 @@ static void log_arg_layout(void)
     tap_ok(sizeof(struct ulpt_log) == 32 && offsetof(struct ulpt_log, base) == 0 &&
            offsetof(struct ulpt_log, size_shift) == 8 && offsetof(struct ulpt_log, thresh) == 12 &&
            offsetof(struct ulpt_log, index) == 16 && offsetof(struct ulpt_log, flags) == 24 &&
-           (1ull << ULPT_LOG_MAX_SHIFT) <= (__typeof__(((struct ulpt_log *)0)->thresh))~0u,
-           "struct ulpt_log: base, size_shift, thresh, index, flags; thresh holds 2^24");
+           (1ull << ULPT_LOG_MAX_SHIFT) <= (__typeof__(((struct ulpt_log *)0)->thresh))~0u &&
+           ULPT_LOG_COUNT == 1,
+           "struct ulpt_log: base, size_shift, thresh, index, flags (ULPT_LOG_COUNT 1); thresh holds 2^24");
 }
 
 static const struct test_case abi_tests[] = {
@@ -78,6 +89,7 @@ static const struct test_case abi_tests[] = {
     { "log-record-layout", log_record_layout, 1 },
     { "log-fields", log_fields, 1 },
     { "log-arg-layout", log_arg_layout, 1 },
+    { "count-layout", count_layout, 1 },
 };
 
 int main(int argc, char **argv)

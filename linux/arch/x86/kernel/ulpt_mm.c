@@ -4,9 +4,9 @@
  *
  * fork copies the table, so the child starts with its parent's rights and
  * its thread keeps its handler (and its in-handler state) and its access log
- * (the child's copy of the buffer holds the same records); a new thread has
- * no log; exec starts the new program without a handler or a log (the new mm
- * has no table);
+ * (the child's copy of the buffer holds the same records, or counts); a new
+ * thread has no log; exec starts the new program without a handler or a log
+ * (the new mm has no table);
  * munmap, brk and the source of mremap clear the entries of the range, so
  * that memory mapped there later is not restricted by rights set on what
  * was there before; the table is freed with the address space.

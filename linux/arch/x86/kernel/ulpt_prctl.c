@@ -22,10 +22,12 @@
 #include <asm/ulpt_table.h>
 
 /*
- * A ULPT CPU model older than the access log has no ULPT_LOG_* MSRs: the log
- * calls are ENODEV there, not a #GP of the kernel's WRMSR.
+ * A ULPT CPU model older than the access log has no ULPT_LOG_* MSRs, and one
+ * older than count tables takes ULPT_LOG_CTL_COUNT for a reserved bit: the
+ * calls that need them are ENODEV there, not a #GP of the kernel's WRMSR.
  */
 static bool ulpt_log_cpu __ro_after_init;
+static bool ulpt_count_cpu __ro_after_init;
 
 static int __init ulpt_log_probe(void)
 {
@@ -33,6 +35,10 @@ static int __init ulpt_log_probe(void)
 
 	ulpt_log_cpu = cpu_feature_enabled(X86_FEATURE_ULPT) &&
 		       !rdmsrl_safe(MSR_ULPT_LOG_CTL, &ctl);
+	/* No thread's log is loaded yet (ULPT_LOG_BASE 0): the write counts nothing */
+	ulpt_count_cpu = ulpt_log_cpu &&
+			 !wrmsrl_safe(MSR_ULPT_LOG_CTL, ULPT_LOG_CTL_COUNT) &&
+			 !wrmsrl_safe(MSR_ULPT_LOG_CTL, ctl);
 	return 0;
 }
 late_initcall(ulpt_log_probe);
@@ -196,25 +202,32 @@ static long ulpt_set_log(struct ulpt_log __user *uarg)
 	struct mm_struct *mm = current->mm;
 	struct ulpt_log a;
 	struct ulpt_mm *u;
+	bool count;
 	u64 bytes;
 
 	if (copy_from_user(&a, uarg, sizeof(a)))
 		return -EFAULT;
-	if (a.flags)
+	if (a.flags & ~ULPT_LOG_COUNT)
 		return -EINVAL;
+	count = a.flags & ULPT_LOG_COUNT;
 	if (a.base) {
-		if (a.size_shift > ULPT_LOG_MAX_SHIFT || a.thresh > 1U << a.size_shift)
+		if (count ? a.size_shift || a.thresh :
+			    a.size_shift > ULPT_LOG_MAX_SHIFT || a.thresh > 1U << a.size_shift)
 			return -EINVAL;
 		/*
 		 * The whole log below the user address limit: the base is canonical for
 		 * the CPU, so the WRMSR cannot fault, and no record lands at a kernel
-		 * or non-canonical address.
+		 * or non-canonical address. A count table is sparse, indexed by the
+		 * address counted: its size is no property of it, and a counter beyond
+		 * the limit is a user access that faults or a violation (FULL).
 		 */
-		bytes = (u64)ULPT_REC_SIZE << a.size_shift;
+		bytes = count ? 0 : (u64)ULPT_REC_SIZE << a.size_shift;
 		if (!IS_ALIGNED(a.base, ULPT_LOG_ALIGN) || a.base >= TASK_SIZE_MAX ||
 		    bytes > TASK_SIZE_MAX - a.base)
 			return -EINVAL;
 	}
+	if (count && !ulpt_count_cpu)
+		return -ENODEV;
 	if (mmap_read_lock_killable(mm))
 		return -EINTR;
 	u = mm->context.ulpt;		/* DISABLE changes it under the write lock */
@@ -226,7 +239,12 @@ static long ulpt_set_log(struct ulpt_log __user *uarg)
 	ulpt_save_thread(current);
 	ulpt_thread_adopt(u);
 	t->ulpt_log_base = a.base;
-	t->ulpt_log_ctl = a.base ? a.size_shift | (u64)a.thresh << ULPT_LOG_CTL_THRESH_SHIFT : 0;
+	if (!a.base)
+		t->ulpt_log_ctl = 0;
+	else if (count)
+		t->ulpt_log_ctl = ULPT_LOG_CTL_COUNT;
+	else
+		t->ulpt_log_ctl = a.size_shift | (u64)a.thresh << ULPT_LOG_CTL_THRESH_SHIFT;
 	t->ulpt_log_index = a.base ? a.index : 0;
 	ulpt_load_thread(current, u);
 	preempt_enable();
@@ -248,6 +266,8 @@ static long ulpt_get_log(struct ulpt_log __user *uarg)
 		l.base = t->ulpt_log_base;
 		l.size_shift = t->ulpt_log_ctl & ULPT_LOG_CTL_SIZE_MASK;
 		l.thresh = t->ulpt_log_ctl >> ULPT_LOG_CTL_THRESH_SHIFT;
+		if (t->ulpt_log_ctl & ULPT_LOG_CTL_COUNT)
+			l.flags = ULPT_LOG_COUNT;
 		/* The CPU advances the index: the MSR holds it while the log is loaded */
 		preempt_disable();
 		l.index = t->ulpt_log_index;

@@ -10,16 +10,16 @@
 #include <uapi/asm/ulpt.h>
 
 /*
- * "ULPT: enabled" with the table's size and the thread's access log in
- * records (0: none), "disabled", or "unsupported" without the CPU feature or
- * with "noulpt".
+ * "ULPT: enabled" with the table's size and the thread's access log: its
+ * records (0: none), or "count table"; "disabled", or "unsupported" without
+ * the CPU feature or with "noulpt".
  */
 void ulpt_proc_status(struct seq_file *m, struct task_struct *task)
 {
+	bool on = false, count = false;
 	unsigned long pages = 0;
 	struct mm_struct *mm;
-	u64 records = 0;
-	bool on = false;
+	u64 records = 0, ctl;
 
 	if (!cpu_feature_enabled(X86_FEATURE_ULPT)) {
 		seq_puts(m, "ULPT:\tunsupported\n");
@@ -33,16 +33,22 @@ void ulpt_proc_status(struct seq_file *m, struct task_struct *task)
 			pages = READ_ONCE(mm->context.ulpt->pages);
 			/* The thread's own fields: it may change them meanwhile */
 			if (READ_ONCE(task->thread.ulpt_gen) == mm->context.ulpt->gen &&
-			    READ_ONCE(task->thread.ulpt_log_base))
-				records = 1ULL << (READ_ONCE(task->thread.ulpt_log_ctl) &
-						   ULPT_LOG_CTL_SIZE_MASK);
+			    READ_ONCE(task->thread.ulpt_log_base)) {
+				ctl = READ_ONCE(task->thread.ulpt_log_ctl);
+				count = ctl & ULPT_LOG_CTL_COUNT;
+				records = 1ULL << (ctl & ULPT_LOG_CTL_SIZE_MASK);
+			}
 		}
 		mmap_read_unlock(mm);
 		mmput(mm);
 	}
-	if (on)
-		seq_printf(m, "ULPT:\tenabled\nULPT_table:\t%lu kB\nULPT_log:\t%llu records\n",
-			   pages * (PAGE_SIZE / 1024), records);
-	else
+	if (!on) {
 		seq_puts(m, "ULPT:\tdisabled\n");
+		return;
+	}
+	seq_printf(m, "ULPT:\tenabled\nULPT_table:\t%lu kB\n", pages * (PAGE_SIZE / 1024));
+	if (count)
+		seq_puts(m, "ULPT_log:\tcount table\n");
+	else
+		seq_printf(m, "ULPT_log:\t%llu records\n", records);
 }

@@ -1274,11 +1274,12 @@ static void test_log_errors(void)
 	      "SET_LOG with a bad pointer: EFAULT");
 	check(ulpt(ARCH_ULPT_GET_LOG, (void *)16) == -1 && errno == EFAULT,
 	      "GET_LOG with a bad pointer: EFAULT");
-	l = (struct ulpt_log){ .base = (uintptr_t)buf, .size_shift = 4, .flags = 1 };
-	check(ulpt(ARCH_ULPT_SET_LOG, &l) == -1 && errno == EINVAL, "SET_LOG with flags: EINVAL");
-	l = (struct ulpt_log){ .flags = 1 };
+	l = (struct ulpt_log){ .base = (uintptr_t)buf, .size_shift = 4, .flags = 2 };
 	check(ulpt(ARCH_ULPT_SET_LOG, &l) == -1 && errno == EINVAL,
-	      "SET_LOG without a log, with flags: EINVAL");
+	      "SET_LOG with a flag other than ULPT_LOG_COUNT: EINVAL");
+	l = (struct ulpt_log){ .flags = 2 };
+	check(ulpt(ARCH_ULPT_SET_LOG, &l) == -1 && errno == EINVAL,
+	      "SET_LOG without a log, with such a flag: EINVAL");
 	check(set_log((char *)buf + 16, 4, 0, 0) == -1 && errno == EINVAL,
 	      "SET_LOG with a base not 32-byte aligned: EINVAL");
 	check(set_log(buf, ULPT_LOG_MAX_SHIFT + 1, 0, 0) == -1 && errno == EINVAL &&
@@ -1794,6 +1795,413 @@ static void test_log_signal(void)
 	      "the signal handler's store is logged between the program's two");
 }
 
+/* --- the count table ----------------------------------------------------------------- */
+
+static long set_count(void *base, uint64_t index)
+{
+	struct ulpt_log l = { .base = (uintptr_t)base, .index = index, .flags = ULPT_LOG_COUNT };
+
+	return ulpt(ARCH_ULPT_SET_LOG, &l);
+}
+
+/* SET_LOG's errno (0: done) */
+static int set_log_err(uintptr_t base, unsigned int shift, unsigned int thresh, uint64_t flags)
+{
+	struct ulpt_log l = {
+		.base = base, .size_shift = shift, .thresh = thresh, .flags = flags,
+	};
+
+	return ulpt(ARCH_ULPT_SET_LOG, &l) ? errno : 0;
+}
+
+/* GET_LOG: a count table at base with this write index */
+static bool count_is(void *base, uint64_t index)
+{
+	struct ulpt_log l = get_log();
+
+	return l.base == (uintptr_t)base && l.size_shift == 0 && l.thresh == 0 &&
+	       l.index == index && l.flags == ULPT_LOG_COUNT;
+}
+
+/* The counters of the line that holds p, in the count table at base */
+static struct ulpt_count *counters(void *base, void *p)
+{
+	return (struct ulpt_count *)((uintptr_t)base +
+				     ((uintptr_t)p >> ULPT_LINE_SHIFT) * ULPT_CNT_SIZE);
+}
+
+/*
+ * The base of a count table whose counters for the page p are the 32 pairs at *mem, a
+ * page of their own, not touched yet: the CPU's first addition faults it in.
+ */
+static void *count_table(void *p, struct ulpt_count **mem)
+{
+	void *m = mmap(NULL, PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
+
+	if (m == MAP_FAILED)
+		ksft_exit_fail_msg("mmap: %s\n", strerror(errno));
+	*mem = m;
+	return (char *)m - ((uintptr_t)p >> ULPT_LINE_SHIFT) * ULPT_CNT_SIZE;
+}
+
+/* With a table: skip the test on a CPU without count tables, where the kernel says ENODEV */
+static void count_or_skip(void)
+{
+	if (set_log_err(0, 0, 0, ULPT_LOG_COUNT) == ENODEV) {
+		ksft_print_msg("no count tables: SET_LOG with ULPT_LOG_COUNT is ENODEV\n");
+		fflush(stdout);
+		_exit(KSFT_SKIP);
+	}
+}
+
+/* The line of an arch_status file that is want (without its newline) */
+static bool status_line(const char *file, const char *want)
+{
+	FILE *f = fopen(file, "r");
+	bool found = false;
+	char line[256];
+
+	while (f && !found && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = 0;
+		found = !strcmp(line, want);
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/*
+ * ARCH_ULPT_SET_LOG with ULPT_LOG_COUNT: every error, after which ENODEV on a CPU without
+ * count tables (before the check for a table)
+ */
+static void test_count_errors(void)
+{
+	struct ulpt_log_record *buf = log_buf(4);
+	uintptr_t limit = user_limit(), b = (uintptr_t)buf;
+	uint64_t c = ULPT_LOG_COUNT;
+	int before, want;
+
+	before = set_log_err(b, 0, 0, c);
+	setup();
+	want = set_log_err(b, 0, 0, c);
+	check(want == 0 ? count_is(buf, 0) : want == ENODEV,
+	      "a count table: %s", want == 0 ? "set" : want == ENODEV ? "ENODEV (none in the CPU)" :
+	      strerror(want));
+	check(before == (want ? ENODEV : EINVAL), "before ENABLE: %s",
+	      want ? "ENODEV too" : "EINVAL (no table)");
+	check(set_log(buf, 4, 0, 0) == 0, "a ring of 16 records");
+	check(set_log_err(b, 0, 0, c | 2) == EINVAL && set_log_err(b, 0, 0, 1ULL << 63) == EINVAL &&
+	      set_log_err(0, 0, 0, c | 4) == EINVAL,
+	      "a flag other than ULPT_LOG_COUNT, with and without a log: EINVAL");
+	check(set_log_err(b, 1, 0, c) == EINVAL &&
+	      set_log_err(b, ULPT_LOG_MAX_SHIFT, 0, c) == EINVAL &&
+	      set_log_err(b, ~0U, 0, c) == EINVAL,
+	      "ULPT_LOG_COUNT with size_shift not 0: EINVAL");
+	check(set_log_err(b, 0, 1, c) == EINVAL && set_log_err(b, 0, ~0U, c) == EINVAL,
+	      "ULPT_LOG_COUNT with thresh not 0: EINVAL");
+	check(set_log_err(b + 16, 0, 0, c) == EINVAL && set_log_err(b + 1, 0, 0, c) == EINVAL,
+	      "ULPT_LOG_COUNT with a base not 32-byte aligned: EINVAL");
+	check(set_log_err(limit, 0, 0, c) == EINVAL &&
+	      set_log_err(0xffff888000000000UL, 0, 0, c) == EINVAL &&
+	      set_log_err(1UL << 57, 0, 0, c) == EINVAL && set_log_err(~31UL, 0, 0, c) == EINVAL,
+	      "ULPT_LOG_COUNT with a base at the user address limit %#lx, kernel or non-canonical: EINVAL",
+	      limit);
+	check(log_is(buf, 4, 0, 0) &&
+	      (!want || (set_log_err(b, 0, 0, c) == want && log_is(buf, 4, 0, 0))),
+	      "  ...an error changes nothing%s: GET_LOG has the ring",
+	      want ? ", nor does ENODEV" : "");
+	check(set_log_err(limit - 32, 0, 0, c) == want &&
+	      (want || count_is((void *)(limit - 32), 0)) &&
+	      set_log_err(32, 0, 0, c) == want && (want || count_is((void *)32, 0)),
+	      "a base just below the limit, or 32: accepted%s (the table's size is not checked)",
+	      want ? " but for ENODEV" : "");
+	check(set_log_err(0, 99, ~0U, c) == want && (want || log_is(NULL, 0, 0, 0)),
+	      "base 0 with ULPT_LOG_COUNT removes the log%s (the other fields ignored)",
+	      want ? " but for ENODEV" : "");
+}
+
+/* ARCH_ULPT_GET_LOG and arch_status of a count table; base 0 removes it, and DISABLE */
+static void test_count_get(void)
+{
+	struct ulpt_log_record *buf = log_buf(4);
+
+	setup();
+	count_or_skip();
+	check(set_count(buf, 0x123456789aULL) == 0 && count_is(buf, 0x123456789aULL),
+	      "GET_LOG reads back base and index, flags ULPT_LOG_COUNT, size_shift and thresh 0");
+	check(status_line("/proc/self/arch_status", "ULPT_log:\tcount table"),
+	      "arch_status: ULPT_log: count table");
+	check(set_count(buf, ~0ULL) == 0 && count_is(buf, ~0ULL), "any index");
+	check(set_log(buf, 4, 2, 5) == 0 && log_is(buf, 4, 2, 5) &&
+	      status_log("/proc/self/arch_status") == 16,
+	      "a ring set over it: GET_LOG flags 0, arch_status ULPT_log: 16 records");
+	check(set_count(buf, 3) == 0 && set_log_err(0, 99, ~0U, ULPT_LOG_COUNT) == 0 &&
+	      log_is(NULL, 0, 0, 0) && status_log("/proc/self/arch_status") == 0,
+	      "base 0 removes it: GET_LOG all zero, arch_status ULPT_log: 0 records");
+	check(set_count(buf, 3) == 0 && ulpt_ul(ARCH_ULPT_DISABLE, 0) == 0 &&
+	      log_is(NULL, 0, 0, 0) && ulpt(ARCH_ULPT_ENABLE, &en) == 0 && log_is(NULL, 0, 0, 0),
+	      "DISABLE removes it: GET_LOG all zero, also after a new ENABLE");
+}
+
+#define CNT_STORES		5
+#define CNT_LOADS		3
+
+/* A logged access adds one to its line's counter of its kind, and is not delivered */
+static void test_count(void)
+{
+	struct ulpt_count *mem, *c;
+	uint64_t *p, *x, got = 0;
+	void *base;
+	int i;
+
+	setup_handler();
+	handle(H_PERMIT);
+	p = page();
+	base = count_table(p, &mem);
+	count_or_skip();
+	set_entry(p, 0, ULPT_LOG);
+	set_entry(p, 1, ULPT_LINE_NR(2) | ULPT_LINE_NW(2) | ULPT_LINE_NW(3));
+	check(set_count(base, 100) == 0, "SET_LOG: a count table at %p, the page's counters at %p",
+	      base, mem);
+	x = &p[2 * LINE_SIZE / 8];
+	c = counters(base, x);
+	for (i = 0; i < CNT_STORES; i++)
+		log_store(&x[i], i + 1);
+	for (i = 0; i < CNT_LOADS; i++)
+		got += log_load(&x[i]);
+	check(c == &mem[2], "line 2's counters are at base + (addr >> 7) * 16");
+	/* (Its own loads of line 2 would count: the loads above read what the stores wrote) */
+	check(READ_ONCE(h_count) == 0 && got == 1 + 2 + 3,
+	      "%d stores and %d loads to a line denied with LOG: made, not delivered",
+	      CNT_STORES, CNT_LOADS);
+	check(READ_ONCE(c->writes) == CNT_STORES && READ_ONCE(c->reads) == CNT_LOADS &&
+	      count_is(base, 100 + CNT_STORES + CNT_LOADS),
+	      "its write counter %llu, read counter %llu; the write index advanced by each",
+	      (unsigned long long)c->writes, (unsigned long long)c->reads);
+	log_store(&p[0], 1);
+	log_load(&p[0]);
+	log_load(&x[LINE_SIZE / 8]);
+	check(!mem[0].reads && !mem[0].writes && !mem[3].reads && !mem[3].writes &&
+	      count_is(base, 100 + CNT_STORES + CNT_LOADS),
+	      "allowed accesses (line 0, a load of line 3) count nothing");
+	log_store((uint64_t *)((char *)x + LINE_SIZE - 4), 7);
+	check(c->writes == CNT_STORES + 1 && !mem[3].writes &&
+	      count_is(base, 101 + CNT_STORES + CNT_LOADS),
+	      "a store across lines 2 and 3: one addition, in line 2");
+	got = __atomic_exchange_n(&c->writes, 0, __ATOMIC_SEQ_CST);
+	log_store(x, 9);
+	check(got == CNT_STORES + 1 && c->writes == 1,
+	      "a counter taken with an exchange counts on from 0");
+	sig_var = x;
+	signal(SIGUSR1, on_usr1_log);
+	raise(SIGUSR1);
+	check(c->writes == 2 && count_is(base, 103 + CNT_STORES + CNT_LOADS),
+	      "a signal handler's store is counted in the same table");
+	set_entry(p, 0, 0);
+	log_store(x, 10);
+	check(READ_ONCE(h_count) == 1 && c->writes == 2 &&
+	      count_is(base, 103 + CNT_STORES + CNT_LOADS),
+	      "line rights without LOG: delivered, not counted");
+}
+
+/* Lifecycle: fork, vfork and execve with a count table */
+static void test_count_lifecycle(void)
+{
+	struct ulpt_count *mem, *c;
+	int status = -1, i;
+	uint64_t *p;
+	void *base;
+	pid_t pid;
+
+	setup();
+	p = page();
+	base = count_table(p, &mem);
+	count_or_skip();
+	set_entry(p, 0, ULPT_NW | ULPT_LOG);
+	set_count(base, 0);
+	c = counters(base, p);
+	for (i = 0; i < 3; i++)
+		log_store(&p[i], i);
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		bool ok = count_is(base, 3) && c->writes == 3;
+
+		log_store(&p[3], 3);
+		log_store(&p[4], 4);
+		_exit(ok && count_is(base, 5) && c->writes == 5 ? 0 : 1);
+	}
+	waitpid(pid, &status, 0);
+	check(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "fork: the child has the count table, the index and the counters, and counts into its copy");
+	check(count_is(base, 3) && c->writes == 3,
+	      "fork: the parent's counters and index are unchanged");
+	memset(&vf_log, 0xff, sizeof(vf_log));
+	pid = vfork();
+	if (pid == 0) {
+		log_store(&p[5], 5);
+		syscall(SYS_arch_prctl, ARCH_ULPT_GET_LOG, &vf_log);
+		_exit(0);
+	}
+	waitpid(pid, &status, 0);
+	check(vf_log.base == (uintptr_t)base && vf_log.flags == ULPT_LOG_COUNT &&
+	      vf_log.index == 4 && c->writes == 4 && count_is(base, 3),
+	      "vfork: the child has the count table; its addition is in the parent's counter, whose index stays");
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		execl("/proc/self/exe", argv0, "exec-check-log", (char *)NULL);
+		_exit(127);
+	}
+	waitpid(pid, &status, 0);
+	check(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "exec: no log, also after a new ENABLE; a store to a page NW | LOG is SIGSEGV (status %#x)",
+	      status);
+}
+
+#define CT_STORES		2000
+
+struct ct_thread {
+	uint64_t *var;
+	void *base;
+	struct ulpt_log end;
+	int err;
+};
+
+static void *ct_counter(void *arg)
+{
+	struct ct_thread *t = arg;
+	int i;
+
+	t->err = set_count(t->base, 0) ? errno : 0;
+	pthread_barrier_wait(&sw_bar);
+	for (i = 0; !t->err && i < CT_STORES; i++) {
+		log_store(t->var, i);
+		if (i % 16 == 0)
+			sched_yield();
+	}
+	t->end = get_log();
+	return NULL;
+}
+
+/*
+ * Threads: a new one has no log; two threads count into one table, beside a third with a
+ * ring, on two vCPUs
+ */
+static void test_count_threads(void)
+{
+	struct ulpt_count *mem, *c;
+	struct ct_thread ct[2];
+	struct sw_thread ring;
+	pthread_t th[3];
+	uint64_t *p;
+	void *base;
+	int i;
+
+	setup_handler();
+	handle(H_PERMIT);
+	p = page();
+	base = count_table(p, &mem);
+	count_or_skip();
+	set_entry(p, 0, ULPT_NW | ULPT_LOG);
+	c = counters(base, p);
+	set_count(base, 0);
+	log_store(&p[0], 1);
+	pthread_create(&th[0], NULL, log_thread_fn, &p[1]);
+	pthread_join(th[0], NULL);
+	check(th_log.base == 0 && th_log.flags == 0 && th_log.index == 0 && th_status == 0,
+	      "a new thread: GET_LOG all zero, its arch_status ULPT_log: 0 records");
+	check(th_delivered == 1 && p[1] == 1 && c->writes == 1 && count_is(base, 1),
+	      "its store to a page with LOG is delivered to its handler, not counted in our table");
+	memset(ct, 0, sizeof(ct));
+	memset(&ring, 0, sizeof(ring));
+	for (i = 0; i < 2; i++) {
+		ct[i].var = &p[LINE_SIZE / 8 + i];
+		ct[i].base = base;
+	}
+	ring.var = &p[2 * LINE_SIZE / 8];
+	ring.buf = log_buf(SW_SHIFT);
+	pthread_barrier_init(&sw_bar, NULL, 3);
+	pthread_create(&th[0], NULL, ct_counter, &ct[0]);
+	pthread_create(&th[1], NULL, ct_counter, &ct[1]);
+	pthread_create(&th[2], NULL, sw_logger, &ring);
+	for (i = 0; i < 3; i++)
+		pthread_join(th[i], NULL);
+	check(!ct[0].err && !ct[1].err && mem[1].writes == 2 * CT_STORES,
+	      "two threads counting into one table: the counter has the %d stores of both (%llu)",
+	      2 * CT_STORES, (unsigned long long)mem[1].writes);
+	check(ct[0].end.index == CT_STORES && ct[1].end.index == CT_STORES &&
+	      ct[0].end.flags == ULPT_LOG_COUNT && ct[1].end.flags == ULPT_LOG_COUNT,
+	      "each thread has its own count table and write index (%llu, %llu)",
+	      (unsigned long long)ct[0].end.index, (unsigned long long)ct[1].end.index);
+	check(sw_check(&ring) && !mem[2].writes,
+	      "a thread with a ring beside them: its %u records in order, none counted",
+	      SW_RECORDS);
+	check(!lg_full && !lg_events, "%d additions to one counter: no FULL, no log event",
+	      2 * CT_STORES);
+	check(count_is(base, 1) && c->writes == 1, "this thread's count table and index unchanged");
+}
+
+/* A fault on a counter is the ordinary SIGSEGV; a counter in the view or not canonical, FULL */
+static void test_count_fault(void)
+{
+	struct ulpt_count *mem, *c;
+	void *base, *far;
+	uintptr_t in_view;
+	uint64_t *p;
+	bool fault;
+
+	setup();
+	p = page();
+	base = count_table(p, &mem);
+	count_or_skip();
+	set_entry(p, 0, ULPT_NW | ULPT_LOG);
+	c = counters(base, p);
+	mprotect(mem, PAGE_SIZE, PROT_READ);
+	set_count(base, 0);
+	fault = faults(write8, p);
+	check(fault && READ_ONCE(segv_code) == SEGV_ACCERR &&
+	      READ_ONCE(segv_addr) == (uintptr_t)&c->writes && !(segv_err & X86_PF_ULPT),
+	      "a read-only table: SIGSEGV SEGV_ACCERR at the write counter (code %d, addr %#lx)",
+	      READ_ONCE(segv_code), READ_ONCE(segv_addr));
+	check(p[0] == 0 && count_is(base, 0), "the store was not made, the index stays");
+	mprotect(mem, PAGE_SIZE, PROT_READ | PROT_WRITE);
+	check(!faults(write8, p) && p[0] == 0x55 && c->writes == 1 && count_is(base, 1),
+	      "made writable: the store runs and is counted");
+	mprotect(mem, PAGE_SIZE, PROT_NONE);
+	fault = faults(write8, &p[1]);
+	check(fault && READ_ONCE(segv_code) == SEGV_ACCERR &&
+	      READ_ONCE(segv_addr) == (uintptr_t)&c->writes && !p[1] && count_is(base, 1),
+	      "a PROT_NONE table: SIGSEGV SEGV_ACCERR at the counter, the store not made");
+	munmap(mem, PAGE_SIZE);
+	fault = faults(write8, &p[LINE_SIZE / 8]);
+	check(fault && READ_ONCE(segv_code) == SEGV_MAPERR &&
+	      READ_ONCE(segv_addr) == (uintptr_t)&c[1].writes,
+	      "an unmapped table: SIGSEGV SEGV_MAPERR at the counter (code %d, addr %#lx)",
+	      READ_ONCE(segv_code), READ_ONCE(segv_addr));
+	far = (void *)(user_limit() - 32);
+	check(set_count(far, 0) == 0 && ulpt_faults(write8, &p[2]) &&
+	      READ_ONCE(segv_addr) == (uintptr_t)&p[2] && (segv_err & X86_PF_WRITE) && !p[2] &&
+	      count_is(far, 0),
+	      "a counter at a non-canonical address: SIGSEGV SEGV_ULPTERR at the store, not made");
+	/* The counters of the page p on the entry of page 0 */
+	in_view = en.view - ((uintptr_t)p >> ULPT_LINE_SHIFT) * ULPT_CNT_SIZE;
+	check(in_view < en.view && set_count((void *)in_view, 0) == 0 &&
+	      ulpt_faults(write8, &p[2]) && READ_ONCE(segv_addr) == (uintptr_t)&p[2] && !p[2] &&
+	      count_is((void *)in_view, 0) && !get_entry(NULL, 0) && !get_entry(NULL, 1),
+	      "a counter in the view: SIGSEGV SEGV_ULPTERR at the store, not made, the view unchanged");
+	if (ulpt_ul(ARCH_ULPT_SET_HANDLER, (unsigned long)ulpt_entry))
+		ksft_exit_fail_msg("ARCH_ULPT_SET_HANDLER: %s\n", strerror(errno));
+	lg_drain = false;
+	lg_permit = true;
+	log_store(&p[3], 3);
+	check(lg_full == 1 && lg_frame.addr == (uintptr_t)&p[3] &&
+	      lg_frame.info == ((uint64_t)8 << 16 | ULPT_REASON_FULL << 8 | ULPT_KIND_W) &&
+	      p[3] == 3 && count_is((void *)in_view, 0) && !get_entry(NULL, 1),
+	      "with a handler: FULL at the store, which PERMIT lets through uncounted");
+}
+
 /* --- the table of tests -------------------------------------------------------------- */
 
 struct ulpt_test {
@@ -1842,6 +2250,12 @@ static const struct ulpt_test ulpt_tests[] = {
 	{ .name = "log_event", .fn = test_log_event },
 	{ .name = "log_fault", .fn = test_log_fault },
 	{ .name = "log_signal", .fn = test_log_signal },
+	{ .name = "count_errors", .fn = test_count_errors },
+	{ .name = "count_get", .fn = test_count_get },
+	{ .name = "count", .fn = test_count },
+	{ .name = "count_lifecycle", .fn = test_count_lifecycle },
+	{ .name = "count_threads", .fn = test_count_threads },
+	{ .name = "count_fault", .fn = test_count_fault },
 };
 
 #define NR_TESTS ARRAY_SIZE(ulpt_tests)

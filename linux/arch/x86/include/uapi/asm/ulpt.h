@@ -78,7 +78,8 @@ struct ulpt_enable {
 #define ULPT_LOG_CTL_SIZE_MASK 0x1full        /* log2 of the number of records */
 #define ULPT_LOG_MAX_SHIFT     24
 #define ULPT_LOG_CTL_THRESH_SHIFT 32          /* bits 63:32: the log event's threshold */
-#define ULPT_LOG_CTL_RSVD_MASK 0x00000000ffffffe0ull
+#define ULPT_LOG_CTL_COUNT     0x20ull        /* a count table: SIZE and THRESH 0 */
+#define ULPT_LOG_CTL_RSVD_MASK 0x00000000ffffffc0ull
 #define ULPT_LOG_ALIGN         32ull          /* ULPT_LOG_BASE alignment */
 #define ULPT_REC_SIZE          32             /* bytes per record */
 #define ULPT_REC_START         0              /* word index: first byte of the access */
@@ -95,13 +96,29 @@ struct ulpt_log_record {
 	__u64 value;		/* with ULPT_REC_VAL: the first min(size, 8) bytes written */
 };
 
+/*
+ * The count table (ULPT_LOG_COUNT): instead of appending a record, the CPU adds one to the
+ * read or write counter of the access's 128-byte line, the struct ulpt_count at
+ * base + (start >> ULPT_LINE_SHIFT) * ULPT_CNT_SIZE (ULPT_CNT_* word indexes).
+ */
+#define ULPT_LINE_SHIFT        7      /* 128-byte lines */
+#define ULPT_CNT_SIZE          16
+#define ULPT_CNT_READ          0              /* word index of the read counter */
+#define ULPT_CNT_WRITE         1              /* and of the write counter */
+
+struct ulpt_count {
+	__u64 reads;
+	__u64 writes;
+};
+
 /* ARCH_ULPT_SET_LOG and ARCH_ULPT_GET_LOG: the calling thread's log */
+#define ULPT_LOG_COUNT		0x1ULL	/* flags: the log is a count table, not a ring */
 struct ulpt_log {
-	__u64 base;		/* ULPT_LOG_ALIGN-aligned address of the records; 0: no log */
-	__u32 size_shift;	/* 2^size_shift records, at most ULPT_LOG_MAX_SHIFT */
+	__u64 base;		/* ULPT_LOG_ALIGN-aligned: the records or count table; 0: none */
+	__u32 size_shift;	/* 2^size_shift records, at most ULPT_LOG_MAX_SHIFT; 0 counting */
 	__u32 thresh;		/* log event at this many records waiting; 0: none */
-	__u64 index;		/* the write index: records appended so far */
-	__u64 flags;		/* 0 */
+	__u64 index;		/* the write index: records appended (or additions) so far */
+	__u64 flags;		/* 0, or ULPT_LOG_COUNT */
 };
 
 /* ARCH_ULPT_GET_STATE */
