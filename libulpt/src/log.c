@@ -411,9 +411,10 @@ int ulpt_count_start(void *base)
 	if (on_ulpt()) {
 		struct ulpt_log_arg a = { .base = b, .flags = ULPT_LOG_COUNT };
 
-		/* Arguments checked: EINVAL is a kernel without the count table. No handler
-		 * needed: nothing to drain, and a FULL without one is the SIGSEGV it is with. */
-		if ((r = set_log(&a)) == -EINVAL)
+		/* Arguments checked: EINVAL is a kernel without the count table, ENODEV a CPU
+		 * (docs/linux-api.md). No handler needed: nothing to drain, and a FULL without
+		 * one is the SIGSEGV it is with. */
+		if ((r = set_log(&a)) == -EINVAL || r == -ENODEV)
 			r = -EOPNOTSUPP;
 	}
 	if (r) {

@@ -9,8 +9,12 @@
 #              libc's and libstdc++'s own (stdout's buffer, the exception pool); reads and
 #              writes at least the program's own and at most 400 more (libc's clearing and
 #              copying inside calloc and realloc, printf's stores into stdout's buffer)
-#   deliveries --heap=w with --delivery=log and =fault: the same exact counts (calloc, a
-#              realloc past the log's threshold, stores across into an untouched page)
+#   deliveries --heap=w and --heap=rw with --delivery=count (and the default), =log and =fault:
+#              the same exact counts (calloc, a realloc past the log's threshold, stores
+#              across into an untouched page, read-modify-writes: a read and a write each,
+#              SSE stores and loads, a block freed)
+#   heapthreads --heap=rw in 4 threads, each delivery: the same counts, exactly the threads'
+#              own and a few of glibc's; with count every thread has its share of the table
 #   heapbugs   --check: one report per bug, with kind, access, address, size, block, the bad
 #              access's line in main's frame, main in the allocation (and free) backtraces
 #   strbugs    --check: each checked libc function (memcpy ... strndup) one byte outside its
@@ -104,8 +108,15 @@ r nopie -w $addr:4/rw -- '$nopie'
 hm=rw; [ "\$2" = guest ] || hm=w
 r heap --heap=\$hm -- '$progs/heap'
 r heapxx --heap=\$hm -- '$progs/heapxx'
-r deliveries-log --heap=w --delivery=log -- '$progs/deliveries'
-r deliveries-fault --heap=w --delivery=fault -- '$progs/deliveries'
+# deliveries writes with write(2) from a static buffer: --heap=rw on mprotect too.
+for d in count log fault; do
+  r deliveries-\$d --heap=w --delivery=\$d -- '$progs/deliveries'
+  r deliveries-rw-\$d --heap=rw --delivery=\$d -- '$progs/deliveries'
+done
+r deliveries-default --heap=w -- '$progs/deliveries'
+for d in count log fault; do
+  r heapthreads-\$d --heap=rw --delivery=\$d -- '$progs/heapthreads'
+done
 for b in overflow-write underflow-read underflow-far-read use-after-free double-free free-middle free-stack memcpy-overflow; do
   r check-\$b --check -- '$progs/heapbugs' \$b
 done

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -363,6 +364,48 @@ static void read_options(void)
 	}
 }
 
+/*
+ * --heap's (and --check --precise's) delivery, in the main thread. count: it counts into the
+ * table (count.c), as does every thread it starts. log: it logs its accesses to watched blocks
+ * (4,096 records, drained at 2,048); other threads' are faults, counted the same way. fault:
+ * the log is set up too, but no page is logged. The program gets the same address space with
+ * each (perl, python and lua hash addresses), so that their counts can be compared: the table
+ * is mapped with each (heap.c), and in the count's place the ring's address space is taken.
+ * --check --precise decides its partial lines' accesses from the log too (fault.c).
+ */
+#define LOG_SHIFT 12
+static void start_delivery(void)
+{
+	char msg[128];
+	int lr = -1;
+
+	if (ag.heap == HEAP_WATCH && opts.delivery == WL_DELIVERY_COUNT) {
+		lr = heap_count_start();
+		if (lr >= 0) {
+			ag.heap_count = 1;
+			if (mmap(NULL, sizeof(struct ulpt_log_slot) << LOG_SHIFT, PROT_NONE,
+				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) == MAP_FAILED) {
+				/* the address space differs: only a comparison suffers */
+			}
+			return;
+		}
+		snprintf(msg, sizeof(msg), "no count table (%s): the access log counts",
+			 strerror(-lr));
+		say(msg);
+	}
+	lr = ulpt_log_start(LOG_SHIFT, 1u << (LOG_SHIFT - 1), heap_log_records, NULL);
+	if (lr >= 0 && (lr = ulpt_log_set_raw(ag.heap == HEAP_WATCH ? heap_log_raw :
+					      heap_check_log_raw, NULL)) < 0)
+		ulpt_log_stop();
+	ag.log_tid = agent_tid();
+	if (lr < 0 && opts.delivery != WL_DELIVERY_FAULT) {
+		snprintf(msg, sizeof(msg), "no access log (%s): each access is a fault",
+			 strerror(-lr));
+		say(msg);
+	}
+	ag.heap_log = lr >= 0 && opts.delivery != WL_DELIVERY_FAULT;
+}
+
 void agent_init(void)
 {
 	int expect = 0;
@@ -439,26 +482,8 @@ void agent_init(void)
 		stack_init(opts.malloc_context_size);
 		if (ag.heap != HEAP_OFF && heap_init() < 0)
 			_exit(2);           /* said why: no check rather than a silent one */
-		if (ag.heap == HEAP_WATCH || (ag.heap == HEAP_CHECK && ag.precise)) {
-			/* The main thread logs its accesses to watched blocks (4,096 records, drained
-			 * at 2,048); other threads' are faults, counted the same way. With
-			 * --delivery=fault the log is set up too but no page is logged: the program
-			 * gets the same address space either way (perl and lua hash addresses), so
-			 * that the two deliveries' counts can be compared. --check --precise decides
-			 * its partial lines' accesses from the log too (fault.c). */
-			int lr = ulpt_log_start(12, 1u << 11, heap_log_records, NULL);
-			if (lr >= 0 && (lr = ulpt_log_set_raw(ag.heap == HEAP_WATCH ? heap_log_raw :
-							      heap_check_log_raw, NULL)) < 0)
-				ulpt_log_stop();
-			ag.log_tid = agent_tid();
-			if (lr < 0 && opts.delivery == 0) {
-				char msg[128];
-				snprintf(msg, sizeof(msg), "no access log (%s): each access is a fault",
-					 strerror(-lr));
-				say(msg);
-			}
-			ag.heap_log = lr >= 0 && opts.delivery == 0;
-		}
+		if (ag.heap == HEAP_WATCH || (ag.heap == HEAP_CHECK && ag.precise))
+			start_delivery();
 		if (ag.heap == HEAP_CHECK)
 			signals_init();
 		if (ag.verbose)
@@ -491,6 +516,7 @@ static void write_results(void)
 
 	in_agent++;
 	heap_log_sync();
+	heap_count_finish();
 	wl_get_stats(&st);
 	n = snprintf(line, sizeof(line), "backend\t%s\n", ulpt_backend_name(ulpt_backend()));
 	agent_write(line, (size_t)n);
@@ -563,6 +589,7 @@ int agent_finish(void)
 	if (ag.heap != HEAP_OFF)
 		heap_flush_deferred();
 	heap_log_sync();            /* the log's last records (--precise: its errors, first) */
+	heap_count_finish();        /* and the count table's */
 	if (ag.heap == HEAP_CHECK) {
 		heap_check_canaries();
 		leak_check();

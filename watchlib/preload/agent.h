@@ -14,7 +14,7 @@
  * symbolize.c (symbols with libelf and libdw), report.c (error reports), leak.c (the
  * leak check at exit), suppress.c (the suppressions file's rules), cxx.c (C++'s operator new
  * and delete), signals.c (the program's own handlers of the library's signals), gdb.c
- * (ulpt-gdb's side).
+ * (ulpt-gdb's side), count.c (--heap's count table).
  *
  * SPDX-License-Identifier: MIT
  */
@@ -64,6 +64,9 @@ struct agent {
 	unsigned heap_kinds;        /* WL_READ | WL_WRITE denied on heap blocks (--heap) */
 	int heap_log;               /* --heap's (--precise's) accesses go to an access log */
 	pid_t log_tid;              /* the thread that has it (the main thread) */
+	int heap_count;             /* --heap's accesses go to a count table (count.c) */
+	struct ulpt_count *count_table;     /* its entries for the arena's lines, from line 0 */
+	void *count_base;           /* what ulpt_count_start takes: the table's for address 0 */
 	unsigned align;             /* 0: auto (the size's own alignment, 8 to 16) */
 	int redzone_exact;          /* --redzone=exact: no red-zone line where the slack serves */
 	int precise;                /* --precise: lines holding bytes outside a block are denied */
@@ -135,6 +138,7 @@ void heap_lock(void) WL_HIDDEN;
 void heap_unlock(void) WL_HIDDEN;
 void heap_flush_deferred(void) WL_HIDDEN;  /* the frees signal handlers made in the agent */
 uint32_t heap_nblocks(void) WL_HIDDEN;          /* block ids in use are below this */
+uint32_t heap_bump_line(void) WL_HIDDEN;        /* arena lines in use are below this */
 /* For C++'s operators (cxx.c): whether the agent serves allocations now (else they go to
  * libstdc++'s own operators), an allocation of a family, and its release by one. */
 int heap_serves(void) WL_HIDDEN;
@@ -168,6 +172,20 @@ void heap_log_sync(void) WL_HIDDEN;
  * before them are counted, theirs are dropped (the log's threshold events included), as their
  * faults are not counted. */
 void heap_log_own(int begin) WL_HIDDEN;
+/* count.c: --heap's count table. heap_count_init maps it (with every delivery: the program
+ * sees the same address space); heap_count_start gives the calling thread its share (0, or a
+ * negative errno); heap_count_take adds up and clears the counters of block id's slot, with
+ * the heap's lock held unless to is COUNT_OWN; heap_count_finish takes every line's, at the
+ * end, into the agent's totals. */
+enum count_to {
+	COUNT_BLOCK,                /* the block's: its lines' counts are hits, the rest false */
+	COUNT_FALSE,                /* a freed or new slot's: all false faults */
+	COUNT_OWN,                  /* the agent's own accesses: dropped */
+};
+int heap_count_init(void) WL_HIDDEN;
+int heap_count_start(void) WL_HIDDEN;
+void heap_count_take(uint32_t id, enum count_to to) WL_HIDDEN;
+void heap_count_finish(void) WL_HIDDEN;
 /* signals.c: the agent's stand-in for the fatal signals' SIG_DFL (--check). */
 void signals_init(void) WL_HIDDEN;
 /* strmem.c: the checked memory and string functions. */

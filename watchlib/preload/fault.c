@@ -29,11 +29,6 @@
 /* The error of the instruction being let through with ULPT_PERMIT_STEP (ip 0: none). */
 static __thread struct err pending __attribute__((tls_model("initial-exec")));
 
-/* The last heap read counted by this thread (see watch.c: a read-modify-write counts once). */
-static __thread struct {
-	uintptr_t ip, start;
-} last_read __attribute__((tls_model("initial-exec")));
-
 static struct blk *blk_of(uintptr_t a)
 {
 	uint32_t id;
@@ -176,8 +171,7 @@ static __thread int log_discard __attribute__((tls_model("initial-exec")));
 /* --heap's counts of a batch of accesses (a fault, or a drain of the log), added to the
  * agent's at its end: one atomic each per batch, not per access. */
 struct heap_counts {
-	uint64_t hits, falses, writes;
-	int64_t reads;              /* a write may take back a read counted in an earlier batch */
+	uint64_t hits, falses, writes, reads;
 };
 
 static void heap_counts_add(const struct heap_counts *c, uint64_t faults, uint64_t ns)
@@ -189,39 +183,30 @@ static void heap_counts_add(const struct heap_counts *c, uint64_t faults, uint64
 	if (c->writes)
 		__atomic_add_fetch(&ag.heap_writes, c->writes, __ATOMIC_RELAXED);
 	if (c->reads)
-		__atomic_add_fetch(&ag.heap_reads, (uint64_t)c->reads, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&ag.heap_reads, c->reads, __ATOMIC_RELAXED);
 	if (faults) {
 		__atomic_add_fetch(&ag.faults, faults, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&ag.handler_ns, ns, __ATOMIC_RELAXED);
 	}
 }
 
-/* An access [s, e) to a line --heap watches, from a fault or a log record: a hit on a live
- * block (a read-modify-write counts once, as a write) or a false fault. */
-static void heap_watch_count(struct heap_counts *n, uintptr_t s, uintptr_t e, int reads,
-			     int writes, uintptr_t ip)
+/* An access [s, e) of one kind to a line --heap watches, from a fault or a log record: a hit
+ * on a live block or a false fault. A read-modify-write is two accesses, a read and a write,
+ * as the CPU's counters count it (docs/spec.md R-CNT-1). */
+static void heap_watch_count(struct heap_counts *n, uintptr_t s, uintptr_t e, unsigned kind)
 {
 	struct blk *b = blk_of(s), *c = blk_of(e - 1);
-	unsigned kind = writes ? WL_WRITE : WL_READ;
 
-	if (!(ag.heap_kinds & kind) && reads)
-		kind = WL_READ;     /* a read-modify-write with only reads watched */
 	if (!(ag.heap_kinds & kind) ||
 	    !(overlaps(b, s, e, BLK_LIVE) || overlaps(c, s, e, BLK_LIVE))) {
 		n->falses++;
 		return;
 	}
 	n->hits++;
-	if (kind == WL_WRITE) {
-		if (last_read.ip == ip && last_read.start == s)
-			n->reads--;
+	if (kind == WL_WRITE)
 		n->writes++;
-		last_read.ip = 0;
-	} else {
+	else
 		n->reads++;
-		last_read.ip = ip;
-		last_read.start = s;
-	}
 }
 
 void heap_log_records(const struct ulpt_log_rec *r, size_t n, void *arg)
@@ -234,8 +219,8 @@ void heap_log_records(const struct ulpt_log_rec *r, size_t n, void *arg)
 		return;
 	for (size_t i = 0; i < n; i++) {
 		uintptr_t s = r[i].start;
-		heap_watch_count(&c, s, s + (r[i].size ? r[i].size : 1), r[i].kind == ULPT_DENY_R,
-				 r[i].kind == ULPT_DENY_W, r[i].ip);
+		heap_watch_count(&c, s, s + (r[i].size ? r[i].size : 1),
+				 r[i].kind == ULPT_DENY_W ? WL_WRITE : WL_READ);
 	}
 	heap_counts_add(&c, n, wl_now_ns() - t0);
 }
@@ -268,7 +253,7 @@ size_t heap_log_raw(struct ulpt_log_ring *r, void *arg)
 	uint64_t mask = r->mask, head = r->head, first = head;
 	struct heap_counts c = { 0 };
 	/* The bytes of the last 4 blocks hit (programs alternate between a few arrays). */
-	uintptr_t lo[4] = { 1, 1, 1, 1 }, hi[4] = { 0 }, rip = last_read.ip, rs = last_read.start;
+	uintptr_t lo[4] = { 1, 1, 1, 1 }, hi[4] = { 0 };
 	unsigned kinds = ag.heap_kinds, next = 0;
 	uint64_t t0 = wl_now_ns();
 
@@ -285,23 +270,12 @@ size_t heap_log_raw(struct ulpt_log_ring *r, void *arg)
 		    ((s >= lo[0] && s + size <= hi[0]) || (s >= lo[1] && s + size <= hi[1]) ||
 		     (s >= lo[2] && s + size <= hi[2]) || (s >= lo[3] && s + size <= hi[3]))) {
 			c.hits++;
-			if (kind == ULPT_DENY_W) {
-				c.reads -= rip == ip && rs == s;
-				c.writes++;
-				rip = 0;
-			} else {
-				c.reads++;
-				rip = ip;
-				rs = s;
-			}
+			c.writes += kind == ULPT_DENY_W;
+			c.reads += kind != ULPT_DENY_W;
 			continue;
 		}
-		last_read.ip = rip;
-		last_read.start = rs;
 		uint64_t hits = c.hits;
-		heap_watch_count(&c, s, s + size, kind == ULPT_DENY_R, kind == ULPT_DENY_W, ip);
-		rip = last_read.ip;
-		rs = last_read.start;
+		heap_watch_count(&c, s, s + size, kind == ULPT_DENY_W ? WL_WRITE : WL_READ);
 		if (c.hits != hits) {
 			const struct blk *b = blk_of(s);
 			if (inside(b, s, s + size)) {
@@ -312,8 +286,6 @@ size_t heap_log_raw(struct ulpt_log_ring *r, void *arg)
 		}
 	}
 	__atomic_store_n(&r->head, head, __ATOMIC_RELAXED);
-	last_read.ip = rip;
-	last_read.start = rs;
 	if (!log_discard)
 		heap_counts_add(&c, head - first, wl_now_ns() - t0);
 	return (size_t)(head - first);
@@ -423,7 +395,7 @@ static enum ulpt_action heap_fault_(struct ulpt_fault *f)
 
 	if (ag.heap == HEAP_WATCH) {
 		struct heap_counts c = { 0 };
-		heap_watch_count(&c, s, e, acc.reads, acc.writes, f->ip);
+		heap_watch_count(&c, s, e, acc.writes ? WL_WRITE : WL_READ);
 		heap_counts_add(&c, 0, 0);
 		return ULPT_PERMIT;
 	}

@@ -99,6 +99,11 @@ uint32_t heap_nblocks(void)
 	return h.nblocks;
 }
 
+uint32_t heap_bump_line(void)
+{
+	return h.bump_line;
+}
+
 /* Every lock of the agent's is held across fork (report.c: no thread inside libunwind
  * either), so that the child finds none held by a thread it does not have; in that order
  * (none of them is taken while a later one is held). In the agent meanwhile: a signal handler
@@ -158,6 +163,11 @@ int heap_init(void)
 		ag.arena = NULL;
 		return -1;
 	}
+	if (ag.heap == HEAP_WATCH && heap_count_init() < 0) {
+		ag.heap = HEAP_OFF;
+		ag.arena = NULL;
+		return -1;
+	}
 	h.page_units = ag.heap == HEAP_CHECK && ulpt_backend() == ULPT_BACKEND_MPROTECT;
 	if (h.page_units) {
 		long maps = 65530;
@@ -210,8 +220,9 @@ static void publish(uint32_t first, uint32_t n)
 		char *page = ag.arena + ((uintptr_t)pl << LINE_SHIFT);
 		uint64_t word = 0;
 
-		if (ag.heap_log) {
-			/* The page's denied accesses are logged (once per page: a load otherwise). */
+		if (ag.heap_log || ag.heap_count) {
+			/* The page's denied accesses are logged or counted (once per page: a load
+			 * otherwise). */
 			int pr = ulpt_page_rights(page);
 			if (pr >= 0 && !(pr & ULPT_DENY_LOG) && ulpt_page_deny(page, pr | ULPT_DENY_LOG) < 0)
 				degrade();
@@ -552,10 +563,18 @@ static void *heap_alloc(size_t size, size_t align, int zero, enum alloc_how how)
 			   .state = BLK_LIVE, .alloc_tid = agent_tid(), .how = (uint8_t)how };
 	for (uint32_t l = first; l < first + lines; l++)
 		__atomic_store_n(&ag.owner[l], id, __ATOMIC_RELEASE);
-	/* calloc's zeroes are written while every line is open, then the rights go on. */
+	if (ag.heap_count)
+		heap_count_take(id, COUNT_FALSE);   /* since the slot was freed, or never used */
+	/* calloc's zeroes are written while every line is open, then the rights go on. On
+	 * mprotect the page stays denied for its other lines: the stores are logged or counted
+	 * there, and dropped as the agent's own. */
 	if (zero) {
 		heap_set_lines(first, lines, 0);
+		heap_log_own(1);
 		memset((void *)user, 0, need);
+		heap_log_own(0);
+		if (ag.heap_count)
+			heap_count_take(id, COUNT_OWN);
 	}
 	protect_live(b);
 	canary_fill(b);
@@ -650,6 +669,8 @@ static void heap_free(void *p, const char *why, int how)
 	b->state = BLK_FREED;
 	b->free_tid = agent_tid();
 	if (ag.heap == HEAP_WATCH) {
+		if (ag.heap_count)
+			heap_count_take(id, COUNT_BLOCK);
 		heap_set_lines(b->first_line, b->lines, 0);
 		if (b->lines >= 64)
 			drop_pages(b);      /* small ones are reused soon: keep their pages */
@@ -799,6 +820,23 @@ void *calloc(size_t n, size_t m)
 	return heap_alloc(n * m, 0, 1, HOW_MALLOC);
 }
 
+/* Around realloc's copy from block id to q: before it, the program's counts of id so far;
+ * after it, the copy's own, of both blocks (q may be glibc's once degraded). */
+static void count_own(uint32_t id, const void *q, int begin)
+{
+	uint32_t qid = block_at(q);
+
+	if (begin) {
+		heap_lock();
+		heap_count_take(id, COUNT_BLOCK);
+		heap_unlock();
+		return;
+	}
+	heap_count_take(id, COUNT_OWN);
+	if (qid)
+		heap_count_take(qid, COUNT_OWN);
+}
+
 void *realloc(void *p, size_t n)
 {
 	uint32_t id;
@@ -831,8 +869,12 @@ void *realloc(void *p, size_t n)
 		return NULL;
 	in_agent++;                 /* the copy is the agent's access, not the program's */
 	heap_log_own(1);
+	if (ag.heap_count)
+		count_own(id, q, 1);
 	memcpy(q, p, ag.blocks[id].size < n ? ag.blocks[id].size : n);
 	heap_log_own(0);
+	if (ag.heap_count)
+		count_own(id, q, 0);
 	in_agent--;
 	/* A signal handler's realloc while its thread is in the agent (holding the heap lock)
 	 * frees the old block as its free does: deferred, without the lock. */

@@ -104,7 +104,7 @@ static int parse_frames(const char *s, wl_opt_frames_t *v, const char **want)
 static const char *const redzone_names[] = { "line", "exact" };
 static const char *const leaks_names[] = { "none", "definite", "all" };
 static const char *const backend_names[] = { "auto", "ulpt", "mprotect" };
-static const char *const delivery_names[] = { "log", "fault" };
+static const char *const delivery_names[] = { "count", "log", "fault" };     /* wl_delivery */
 #define NNAMES(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 /* s's index among n names, or -1. */
@@ -129,7 +129,7 @@ static int parse_##type(const char *s, wl_opt_##type##_t *v, const char **want) 
 PARSE_CHOICE(redzone, "line or exact")
 PARSE_CHOICE(leaks, "none, definite or all")
 PARSE_CHOICE(backend, "auto, ulpt or mprotect")
-PARSE_CHOICE(delivery, "log or fault")
+PARSE_CHOICE(delivery, "count, log or fault")
 
 static int parse_text(const char *s, wl_opt_text_t *v, const char **want)
 {
@@ -259,6 +259,12 @@ int wl_options_check(const struct wl_options *o, const char *prefix, char *err, 
 	if ((o->given & 1u << WL_OPT_delivery) && !o->heap && !(o->check && o->precise)) {
 		snprintf(err, errlen, "%sdelivery works only with %sheap or %scheck %sprecise",
 			 prefix, prefix, prefix, prefix);
+		return -1;
+	}
+	/* A count says how many accesses a line had, not which bytes: --precise needs those. */
+	if ((o->given & 1u << WL_OPT_delivery) && o->delivery == WL_DELIVERY_COUNT && !o->heap) {
+		snprintf(err, errlen, "%sdelivery=count works only with %sheap (%scheck %sprecise: "
+			 "log or fault)", prefix, prefix, prefix, prefix);
 		return -1;
 	}
 	for (size_t i = 0; i < sizeof(need_check) / sizeof(need_check[0]); i++)

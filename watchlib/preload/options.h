@@ -20,9 +20,14 @@ typedef unsigned wl_opt_exitcode_t;     /* 0: none */
 typedef unsigned wl_opt_frames_t;       /* 0 to 255 */
 typedef int wl_opt_redzone_t;           /* 0 line, 1 exact */
 typedef int wl_opt_backend_t;           /* 0 auto, 1 ulpt, 2 mprotect */
-typedef int wl_opt_delivery_t;          /* 0 log, 1 fault */
+typedef int wl_opt_delivery_t;          /* enum wl_delivery */
 typedef int wl_opt_leaks_t;             /* 0 none, 1 definite, 2 all */
 typedef const char *wl_opt_text_t;      /* "" when not set */
+
+/* How --heap's (and --check --precise's) watched accesses reach the agent: counted per line
+ * by the CPU (a count table; --heap only, where it is the default), recorded in the access
+ * log, or each a fault. --check --precise takes the default as log. */
+enum wl_delivery { WL_DELIVERY_COUNT, WL_DELIVERY_LOG, WL_DELIVERY_FAULT };
 
 /* Each option's index: WL_OPT_name (the internal ones come last). */
 enum wl_option_index {
@@ -57,7 +62,8 @@ int wl_option_set(struct wl_options *o, const char *name, size_t len, const char
 int wl_options_parse(struct wl_options *o, char *buf, char *err, size_t errlen);
 
 /* The rules between options (heap or check, not both; precise, align and redzone need
- * check): 0, or -1 with the reason in err, naming options with prefix ("--" for the tool). */
+ * check; delivery needs heap or check with precise, and count needs heap): 0, or -1 with the
+ * reason in err, naming options with prefix ("--" for the tool). */
 int wl_options_check(const struct wl_options *o, const char *prefix, char *err, size_t errlen);
 
 /* Writes the options that differ from their defaults as a ULPT_WATCH_OPTIONS string; the

@@ -168,7 +168,11 @@ bad "--json file cannot be written" --json "$T/no/dir/out.json" -- "$P"
 bad "--precise without --check" --precise -- "$P"
 bad "--delivery with --check but not --precise" --check --delivery=fault -- "$P"
 bad "--delivery alone" --delivery=log -- "$P"
-bad "--delivery neither log nor fault" --heap --delivery=sync -- "$P"
+bad "--delivery neither count, log nor fault" --heap --delivery=sync -- "$P"
+check "--delivery's message names the values" has "ulpt-watch: bad --delivery 'sync' (count, log or fault)" "$T/err"
+bad "--delivery=count with --check --precise (a count has no bytes to decide)" --check --precise --delivery=count -- "$P"
+check "--check --precise --delivery=count message" has "ulpt-watch: --delivery=count works only with --heap (--check --precise: log or fault)" "$T/err"
+bad "--delivery=count with --check alone" --check --delivery=count -- "$P"
 bad "--check with a value that is not 0 or 1" --check=yes -- "$P"
 bad "unknown option" --no-such-option -- "$P"
 bad "--log-file in a directory that does not exist" --log-file="$T/no/dir/log" -- "$P"
@@ -231,11 +235,18 @@ for c in "--heap|heap=w" "--heap=rw|heap=rw" "--heap=r|heap=r" "--check|check=1"
 	 "--check --halt-on-error|halt_on_error=1" "--log-file=$T/log.%p|log_file=$T/log.%p" \
 	 "--check --malloc-context-size=0|malloc_context_size=0" \
 	 "--check --malloc-context-size 0x10|malloc_context_size=16" \
-	 "--heap --delivery=fault|delivery=fault" "--check --precise --delivery=fault|delivery=fault"; do
+	 "--heap --delivery=fault|delivery=fault" "--check --precise --delivery=fault|delivery=fault" \
+	 "--heap --delivery=log|delivery=log" "--check --precise --delivery=log|delivery=log"; do
 	args=${c%|*} kv=${c#*|}
 	# shellcheck disable=SC2086
 	run $args -- "$P"
 	check "$args reaches the agent as $kv" eval '[ "$rc" -eq 3 ] && [ "$(optval "${kv%%=*}")" = "${kv#*=}" ]'
+done
+for args in "--heap" "--heap --delivery=count" "--check --precise"; do
+	# shellcheck disable=SC2086
+	run $args -- "$P"
+	check "$args: delivery stays the agent's default (unset: count for --heap, log for --check --precise)" \
+		eval '[ "$rc" -eq 3 ] && [ "$(optval delivery)" = "<unset>" ]'
 done
 run --check -- "$P"
 check "--check alone: align, redzone and malloc_context_size stay the agent's defaults (unset)" \
