@@ -299,6 +299,8 @@ struct ulpt_count {
 	uint64_t writes;
 };
 
+/* In a thread with an access log the table takes its place, and its memory (the log's records
+ * go to its callback first). */
 int ulpt_count_start(void *base);
 int ulpt_count_stop(void);
 

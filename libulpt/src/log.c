@@ -388,18 +388,40 @@ struct ulpt_log_ring *ulpt_log_ring(void)
 
 /* --- a thread's count table ---------------------------------------------------------------- */
 
+/* The table's setting: 0, or EOPNOTSUPP without the count table (arguments checked: EINVAL
+ * is a kernel without it, ENODEV a CPU; docs/linux-api.md). No handler needed: nothing to
+ * drain, and a FULL without one is the SIGSEGV it is with. */
+static int set_count(uintptr_t base)
+{
+	struct ulpt_log_arg a = { .base = base, .flags = ULPT_LOG_COUNT };
+	int r = on_ulpt() ? set_log(&a) : 0;
+
+	return r == -EINVAL || r == -ENODEV ? -EOPNOTSUPP : r;
+}
+
 int ulpt_count_start(void *base)
 {
-	struct ulpt_log_st *st;
+	struct ulpt_log_st *st = ulpt_log_st_;
 	uintptr_t b = (uintptr_t)base;
-	int r = 0;
+	int r;
 
 	/* What ULPT_LOG_BASE takes (R-MSR-2), and below the addresses the table covers: the
 	 * kernel wants the log below the user address limit. */
 	if (!ulpt_lib_state_.backend || !b || b % ULPT_LOG_ALIGN || b >= ULPT_VA_LIMIT_)
 		return -EINVAL;
-	if (ulpt_log_st_)
-		return -EBUSY;          /* one log per thread: a ring or a count table */
+	if (st && st->count_base)
+		return -EBUSY;
+	if (st) {
+		/* The table takes the log's place, in its memory: the thread's address space does
+		 * not change. What the log holds goes to fn first, as at ulpt_log_stop. */
+		if (st->consumer_on)
+			consumer_end(st);
+		if ((r = set_count(b)) != 0)
+			return r;
+		st->count_base = b;             /* fn's own accesses are counted */
+		ulpt_log_drain_(st, 1);
+		return 0;
+	}
 	pthread_once(&log_once, log_init);
 	/* The mprotect backend's plans live here (a page: small static TLS, see dispatch.c). */
 	st = mmap(NULL, ULPT_PAGE_SIZE, PROT_READ | PROT_WRITE,
@@ -408,16 +430,7 @@ int ulpt_count_start(void *base)
 		return -errno;
 	st->count_base = b;
 	st->map_len = ULPT_PAGE_SIZE;
-	if (on_ulpt()) {
-		struct ulpt_log_arg a = { .base = b, .flags = ULPT_LOG_COUNT };
-
-		/* Arguments checked: EINVAL is a kernel without the count table, ENODEV a CPU
-		 * (docs/linux-api.md). No handler needed: nothing to drain, and a FULL without
-		 * one is the SIGSEGV it is with. */
-		if ((r = set_log(&a)) == -EINVAL || r == -ENODEV)
-			r = -EOPNOTSUPP;
-	}
-	if (r) {
+	if ((r = set_count(b)) != 0) {
 		munmap(st, ULPT_PAGE_SIZE);
 		return r;
 	}

@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -365,39 +364,34 @@ static void read_options(void)
 }
 
 /*
- * --heap's (and --check --precise's) delivery, in the main thread. count: it counts into the
- * table (count.c), as does every thread it starts. log: it logs its accesses to watched blocks
- * (4,096 records, drained at 2,048); other threads' are faults, counted the same way. fault:
- * the log is set up too, but no page is logged. The program gets the same address space with
- * each (perl, python and lua hash addresses), so that their counts can be compared: the table
- * is mapped with each (heap.c), and in the count's place the ring's address space is taken.
+ * --heap's (and --check --precise's) delivery, in the main thread. log: it logs its accesses
+ * to watched blocks (4,096 records, drained at 2,048); other threads' are faults, counted the
+ * same way. fault: the log is set up too, but no page is logged. count: the log is set up, and
+ * the count table takes its place (count.c), in its memory; every thread the program starts
+ * counts too. The program gets the same address space each way (perl, python and lua hash
+ * addresses), so that their counts can be compared (the table is mapped with each, heap.c).
  * --check --precise decides its partial lines' accesses from the log too (fault.c).
  */
-#define LOG_SHIFT 12
 static void start_delivery(void)
 {
 	char msg[128];
-	int lr = -1;
+	int lr = ulpt_log_start(12, 1u << 11, heap_log_records, NULL);
 
-	if (ag.heap == HEAP_WATCH && opts.delivery == WL_DELIVERY_COUNT) {
-		lr = heap_count_start();
-		if (lr >= 0) {
-			ag.heap_count = 1;
-			if (mmap(NULL, sizeof(struct ulpt_log_slot) << LOG_SHIFT, PROT_NONE,
-				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) == MAP_FAILED) {
-				/* the address space differs: only a comparison suffers */
-			}
-			return;
-		}
-		snprintf(msg, sizeof(msg), "no count table (%s): the access log counts",
-			 strerror(-lr));
-		say(msg);
-	}
-	lr = ulpt_log_start(LOG_SHIFT, 1u << (LOG_SHIFT - 1), heap_log_records, NULL);
 	if (lr >= 0 && (lr = ulpt_log_set_raw(ag.heap == HEAP_WATCH ? heap_log_raw :
 					      heap_check_log_raw, NULL)) < 0)
 		ulpt_log_stop();
 	ag.log_tid = agent_tid();
+	if (ag.heap == HEAP_WATCH && opts.delivery == WL_DELIVERY_COUNT) {
+		int cr = heap_count_start();
+
+		if (cr >= 0) {
+			ag.heap_count = 1;
+			return;
+		}
+		snprintf(msg, sizeof(msg), "no count table (%s): the access log counts",
+			 strerror(-cr));
+		say(msg);
+	}
 	if (lr < 0 && opts.delivery != WL_DELIVERY_FAULT) {
 		snprintf(msg, sizeof(msg), "no access log (%s): each access is a fault",
 			 strerror(-lr));
