@@ -78,7 +78,7 @@ void ulpt_deliver(CPUX86State *env)
 static bool ulpt_deliver_after(CPUX86State *env, bool trap)
 {
     env->ulpt.step = false;
-    if (!ulpt_enabled(env) || !ulpt_can_deliver(env)) {
+    if (!ulpt_en(env) || !ulpt_can_deliver(env)) {
         return false;                   /* dropped: CPL 0 (SYSCALL), CS.L 0 */
     }
     env->ulpt.fault_addr = env->ulpt.step_addr;
@@ -154,7 +154,7 @@ void helper_ulpt_uiret(CPUX86State *env)
     UlptFrame f;
 
     if (!(env->features[FEAT_7_0_EDX] & CPUID_7_0_EDX_ULPT) ||
-        !ulpt_enabled(env)) {
+        !ulpt_en(env)) {
         raise_exception_ra(env, EXCP06_ILLOP, ra);
     }
     if ((env->hflags & HF_CPL_MASK) != 3 || !(env->hflags & HF_CS64_MASK) ||

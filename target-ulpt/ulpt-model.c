@@ -12,19 +12,48 @@
  * Other CPUs' counters are read while they run: exact with one CPU, and
  * within a block per other running CPU with several.
  *
+ * QEMU's own work is taken with the region too (work_now), for `info ulpt`
+ * only: translation blocks and their host code, TB flushes and
+ * invalidations, TLB flushes, TLB fills for CPL 3 MMU indexes (counted
+ * by ulpt_enabled() while the model is on), and QEMU's host CPU time and
+ * the host's clock. Two CPU models running the same
+ * program can so be compared on what QEMU did, not on a host's noisy clock.
+ *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qemu/osdep.h"
 #include <math.h>
 #include "qemu/thread.h"
+#include "qemu/timer.h"
 #include "qapi/error.h"
 #include "cpu.h"
 #include "exec/exec-all.h"
 #include "monitor/monitor.h"
 #include "hw/qdev-core.h"
+#include "exec/cputlb.h"
+#include "tcg/tcg.h"
+#include "accel/tcg/tb-context.h"
 #include "ulpt-model.h"
 
-bool ulpt_model_counting;
+/* QEMU's work: tcg_nb_tbs() and tcg_code_size() restart at a TB flush. */
+enum {
+    WORK_TBS, WORK_CODE_BYTES, WORK_TB_FLUSHES, WORK_TB_INVALIDATES,
+    WORK_TLB_FULL, WORK_TLB_PART, WORK_TLB_ELIDED, WORK_USER_FILLS,
+    WORK_HOST_CPU_US, WORK_HOST_US, WORK_N
+};
+
+static const char *const work_names[WORK_N] = {
+    [WORK_TBS] = "tbs",
+    [WORK_CODE_BYTES] = "code_bytes",
+    [WORK_TB_FLUSHES] = "tb_flushes",
+    [WORK_TB_INVALIDATES] = "tb_invalidates",
+    [WORK_TLB_FULL] = "tlb_full_flushes",
+    [WORK_TLB_PART] = "tlb_part_flushes",
+    [WORK_TLB_ELIDED] = "tlb_elided_flushes",
+    [WORK_USER_FILLS] = "user_fills",
+    [WORK_HOST_CPU_US] = "host_cpu_us",
+    [WORK_HOST_US] = "host_us",
+};
 
 static const char *const field_names[ULPT_MODEL_NFIELDS] = {
     [ULPT_MODEL_F_CYCLES] = "cycles",
@@ -49,6 +78,7 @@ static struct {
     double cpi;
     bool open, have_last;
     uint64_t start[ULPT_MODEL_NFIELDS], last[ULPT_MODEL_NFIELDS];
+    uint64_t work_start[WORK_N], work_last[WORK_N];
 } model;
 
 void ulpt_model_realize(X86CPU *cpu, Error **errp)
@@ -110,6 +140,26 @@ static void sum_now(uint64_t *v)
     }
 }
 
+static void work_now(uint64_t *w)
+{
+    size_t full, part, elide;
+    struct timespec ts;
+
+    tlb_flush_counts(&full, &part, &elide);
+    w[WORK_TBS] = tcg_nb_tbs();
+    w[WORK_CODE_BYTES] = tcg_code_size();
+    w[WORK_TB_FLUSHES] = qatomic_read(&tb_ctx.tb_flush_count);
+    w[WORK_TB_INVALIDATES] = qatomic_read(&tb_ctx.tb_phys_invalidate_count);
+    w[WORK_TLB_FULL] = full;
+    w[WORK_TLB_PART] = part;
+    w[WORK_TLB_ELIDED] = elide;
+    w[WORK_USER_FILLS] = qatomic_read(&ulpt_model_user_fills);
+    /* QEMU's CPU time, all its threads, and the host's clock */
+    w[WORK_HOST_CPU_US] = clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) ? 0 :
+                          ts.tv_sec * 1000000ULL + ts.tv_nsec / 1000;
+    w[WORK_HOST_US] = get_clock() / 1000;
+}
+
 /*
  * The modeled cycles of a region's counts: instructions times CPI, plus each
  * event's charge (an after event is a delivery; a UIRET with PERMIT or STEP
@@ -158,6 +208,7 @@ bool ulpt_model_cpuid(CPUX86State *env, uint32_t leaf, uint32_t sub,
         break;
     case ULPT_MODEL_BEGIN:
         sum_now(model.start);
+        work_now(model.work_start);
         model.open = true;
         *eax = 1;
         break;
@@ -168,6 +219,10 @@ bool ulpt_model_cpuid(CPUX86State *env, uint32_t leaf, uint32_t sub,
         sum_now(now);
         for (int i = 0; i < ULPT_MODEL_NFIELDS; i++) {
             model.last[i] = now[i] - model.start[i];
+        }
+        work_now(model.work_last);
+        for (int i = 0; i < WORK_N; i++) {
+            model.work_last[i] -= model.work_start[i];
         }
         model.last[ULPT_MODEL_F_CYCLES] = cycles_of(model.last);
         model.open = false;
@@ -202,11 +257,12 @@ void ulpt_model_refund(CPUX86State *env, const TranslationBlock *tb,
     *c -= tb->icount - index;
 }
 
-static void print_counts(Monitor *mon, const char *what, const uint64_t *v)
+static void print_counts(Monitor *mon, const char *what, const uint64_t *v,
+                         const char *const *names, int n)
 {
     monitor_printf(mon, "  %s:", what);
-    for (int i = 0; i < ULPT_MODEL_NFIELDS; i++) {
-        monitor_printf(mon, " %s %" PRIu64, field_names[i], v[i]);
+    for (int i = 0; i < n; i++) {
+        monitor_printf(mon, " %s %" PRIu64, names[i], v[i]);
     }
     monitor_printf(mon, "\n");
 }
@@ -214,7 +270,7 @@ static void print_counts(Monitor *mon, const char *what, const uint64_t *v)
 void ulpt_model_info(Monitor *mon)
 {
     const UlptModelConfig *c = &model.cfg;
-    uint64_t now[ULPT_MODEL_NFIELDS];
+    uint64_t now[ULPT_MODEL_NFIELDS], work[WORK_N];
 
     if (!ulpt_model_counting) {
         monitor_printf(mon, "model: off\n");
@@ -231,9 +287,14 @@ void ulpt_model_info(Monitor *mon)
                    c->kentry, c->log_record, model.open ? "open" : "closed");
     sum_now(now);
     now[ULPT_MODEL_F_CYCLES] = cycles_of(now);
-    print_counts(mon, "since boot", now);
+    print_counts(mon, "since boot", now, field_names, ULPT_MODEL_NFIELDS);
+    work_now(work);
+    print_counts(mon, "qemu now", work, work_names, WORK_N);
     if (model.have_last) {
-        print_counts(mon, "last region", model.last);
+        print_counts(mon, "last region", model.last, field_names,
+                     ULPT_MODEL_NFIELDS);
+        print_counts(mon, "qemu last region", model.work_last, work_names,
+                     WORK_N);
     }
     qemu_mutex_unlock(&model.lock);
 }

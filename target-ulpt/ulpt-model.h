@@ -11,13 +11,12 @@
 #ifndef ULPT_MODEL_H
 #define ULPT_MODEL_H
 
-#include "ulpt-arch.h"
-
 /*
- * Set once by the first CPU realized with model=on, before any code is
- * translated: every translation block then counts its instructions.
+ * ulpt-qemu.h declares ulpt_model_counting, set once by the first CPU
+ * realized with model=on, before any code is translated: every translation
+ * block then counts its instructions (and x86_cpu_tlb_fill its CPL 3 fills).
  */
-extern bool ulpt_model_counting;
+#include "ulpt-qemu.h"
 
 /* At realize: checks and takes the CPU's model properties. */
 void ulpt_model_realize(X86CPU *cpu, Error **errp);

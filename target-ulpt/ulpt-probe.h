@@ -20,7 +20,7 @@ static inline void ulpt_probe(CPUX86State *env, vaddr addr, unsigned size,
                               MMUAccessType type, uintptr_t ra)
 {
 #ifndef CONFIG_USER_ONLY
-    if (ulpt_enabled(env) && (env->hflags & HF_CPL_MASK) == 3) {
+    if (ulpt_en(env) && (env->hflags & HF_CPL_MASK) == 3) {
         ulpt_probe_range(env, addr, size, type, ra);
     }
 #endif

@@ -11,13 +11,28 @@
 
 #include "ulpt-arch.h"
 
+/* ULPT_CTL.EN: does this CPU check CPL 3 accesses now? */
+static inline bool ulpt_en(CPUX86State *env)
+{
+    return env->ulpt.ctl & ULPT_CTL_EN;
+}
+
+/* ulpt-model.c: modeled time is on; x86_cpu_tlb_fill's calls counted. */
+extern bool ulpt_model_counting;
+extern uint64_t ulpt_model_user_fills;
+
 /*
- * Does this CPU check CPL 3 accesses now? The only test on QEMU's ordinary
- * TLB miss path.
+ * ulpt_en() as x86_cpu_tlb_fill asks it, for a CPL 3 MMU index only: the
+ * only ULPT test on QEMU's ordinary TLB miss path. Under modeled time it
+ * also counts those fills (`info ulpt`'s user_fills), so that QEMU's work
+ * can be compared between CPU models; everything else asks ulpt_en().
  */
 static inline bool ulpt_enabled(CPUX86State *env)
 {
-    return env->ulpt.ctl & ULPT_CTL_EN;
+    if (unlikely(ulpt_model_counting)) {
+        qatomic_inc(&ulpt_model_user_fills);
+    }
+    return ulpt_en(env);
 }
 
 /*
@@ -29,8 +44,8 @@ static inline bool ulpt_enabled(CPUX86State *env)
 static inline void ulpt_update_hflags(CPUX86State *env)
 {
     env->hflags = (env->hflags & ~(HF_ULPT_EN_MASK | HF_ULPT_LOG_MASK)) |
-                  (ulpt_enabled(env) ? HF_ULPT_EN_MASK : 0) |
-                  (ulpt_enabled(env) && env->ulpt.log_base ?
+                  (ulpt_en(env) ? HF_ULPT_EN_MASK : 0) |
+                  (ulpt_en(env) && env->ulpt.log_base ?
                    HF_ULPT_LOG_MASK : 0);
 }
 

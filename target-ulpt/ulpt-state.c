@@ -12,6 +12,14 @@
 #include "migration/vmstate.h"
 #endif
 
+/*
+ * Modeled time is on (ulpt-model.c sets it), and the TLB fills it counts
+ * (ulpt_enabled() in ulpt-qemu.h): defined here, in a file of the series'
+ * first state patch, as ulpt-qemu.h refers to them.
+ */
+bool ulpt_model_counting;
+uint64_t ulpt_model_user_fills;
+
 static bool ulpt_in_use(CPUX86State *env)
 {
     const UlptState *u = &env->ulpt;
