@@ -257,6 +257,12 @@ bench: all
 	@scripts/bench --no-build
 bench-quick: all
 	@scripts/bench --no-build --quick
+# -cpu ulpt vs -cpu max on programs that do not use ULPT (scripts/bench-cpumodel): QEMU's own
+# counts for both CPU models, then 20 pairs of boots timed by CPU time and 20 by the clock; about
+# 25 minutes. Not in make test (tests/suites/model.sh checks the counts on one program).
+.PHONY: bench-cpumodel
+bench-cpumodel: all
+	@scripts/bench-cpumodel --no-build
 
 # `make install PREFIX=DIR`: ulpt-run and what it boots, libulpt, watchlib (libwatch and
 # watchlib.pc), ulpt-watch with its agent, and ulpt-gdb. PREFIX/bin/ulpt-run finds the rest in

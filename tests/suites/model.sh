@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Modeled time from the guest's side (docs/spec.md 11.1; the CPU's rules are R-MODEL-* in
 # tests/baremetal/ulpt-model.c): libulpt's calls (libulpt/test/ulpt-model-test.c) with the
-# model and without, the guest tool ulpt-model, ulpt-run --model, and two runs of a real
-# program giving the same modeled cycles within 0.1%.
+# model and without, the guest tool ulpt-model, ulpt-run --model, two runs of a real program
+# giving the same modeled cycles within 0.1%, and QEMU's own counts of a program that does not
+# use ULPT on -cpu ulpt and -cpu max (scripts/bench-cpumodel --check).
 set -o pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 run=$top/scripts/ulpt-run
@@ -73,5 +74,14 @@ d = abs(a - b) / max(a, b)
 print("%d and %d cycles, %.4f%% apart" % (a, b, 100 * d))
 sys.exit(0 if a > 10**6 and d <= 0.001 else 1)' "$dir/a.json" "$dir/b.json" 2>&1); r=$?
 tap_check $r "two runs of xz in one guest: the same modeled cycles within 0.1% ($out)" "$(cat "$dir/err")"
+
+# A program that does not use ULPT makes QEMU do no more work on -cpu ulpt than on -cpu max:
+# xz in a boot on each (scripts/bench-cpumodel --check): no ULPT helper runs, the same user
+# instructions, no more TLB flushes, translation blocks or host code per block than the noise
+# between boots (its CHECK says how much).
+out=$("$top/scripts/bench-cpumodel" --quick --no-build --phases counts --reps 1 --programs xz \
+  --check --out "$dir/cpumodel" 2>&1); r=$?
+tap_check $r "xz on -cpu ulpt vs -cpu max: no more QEMU work ($(grep -c '^check ok' <<<"$out") bounds met)" \
+  "$(grep -E '^check|FAILED|Error|error' <<<"$out")"
 tap_checks_end
 [ "$tap_fails" = 0 ]
