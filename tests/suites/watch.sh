@@ -13,6 +13,7 @@
 #              the same exact counts (calloc, a realloc past the log's threshold, stores
 #              across into an untouched page, read-modify-writes: a read and a write each,
 #              SSE stores and loads, a block freed)
+#   bigblocks   --heap=rw on blocks of 1 to 3 MiB, each delivery: exact reads and writes
 #   heapthreads --heap=rw in 4 threads, each delivery: the same counts, exactly the threads'
 #              own and a few of glibc's; with count every thread has its share of the table
 #   heapbugs   --check: one report per bug, with kind, access, address, size, block, the bad
@@ -116,6 +117,7 @@ done
 r deliveries-default --heap=w -- '$progs/deliveries'
 for d in count log fault; do
   r heapthreads-\$d --heap=rw --delivery=\$d -- '$progs/heapthreads'
+  r bigblocks-\$d --heap=rw --delivery=\$d -- '$progs/bigblocks'
 done
 for b in overflow-write underflow-read underflow-far-read use-after-free double-free free-middle free-stack memcpy-overflow; do
   r check-\$b --check -- '$progs/heapbugs' \$b

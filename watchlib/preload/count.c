@@ -18,6 +18,8 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
 #include "agent.h"
 
 /* Taken so far (under heap_lock): the program's reads and writes of live blocks, the counts
@@ -48,17 +50,52 @@ int heap_count_start(void)
 	       ulpt_count_start(ag.count_base) : -EINVAL;
 }
 
-/* Lines [first, first + n): their counters added to *r and *w, and cleared. XCHG only where a
- * counter is not 0: most lines of a large block are cold. */
-static inline void take(uint32_t first, uint32_t n, uint64_t *r, uint64_t *w)
+/* Counters [c, e): added to *r and *w, and cleared. XCHG only where a counter is not 0: most
+ * lines of a large block are cold. */
+static inline void take_range(struct ulpt_count *c, struct ulpt_count *e, uint64_t *r, uint64_t *w)
 {
-	struct ulpt_count *c = ag.count_table + first, *e = c + n;
-
 	for (; c < e; c++) {
 		if (__atomic_load_n(&c->reads, __ATOMIC_RELAXED))
 			*r += __atomic_exchange_n(&c->reads, 0, __ATOMIC_RELAXED);
 		if (__atomic_load_n(&c->writes, __ATOMIC_RELAXED))
 			*w += __atomic_exchange_n(&c->writes, 0, __ATOMIC_RELAXED);
+	}
+}
+
+/*
+ * Lines [first, first + n). A table page that no counter of was ever written is not resident
+ * and holds zeroes: a range of several pages reads only the resident ones (mincore), where
+ * reading every page would fault each in (xz's 17 MB of blocks: 530 faults and 2 loads a
+ * line, at each allocation, free and exit).
+ */
+#define PAGE_COUNTERS (4096 / sizeof(struct ulpt_count))
+static void take(uint32_t first, uint32_t n, uint64_t *r, uint64_t *w)
+{
+	struct ulpt_count *c = ag.count_table + first, *e = c + n;
+	unsigned char vec[64];
+
+	if (n < 4 * PAGE_COUNTERS) {
+		take_range(c, e, r, w);
+		return;
+	}
+	struct ulpt_count *lo = (struct ulpt_count *)(((uintptr_t)c + 4095) & ~(uintptr_t)4095);
+	struct ulpt_count *hi = (struct ulpt_count *)((uintptr_t)e & ~(uintptr_t)4095);
+
+	take_range(c, lo, r, w);
+	take_range(hi, e, r, w);
+	for (struct ulpt_count *p = lo; p < hi;) {
+		size_t pages = (size_t)(hi - p) / PAGE_COUNTERS;
+
+		if (pages > sizeof(vec))
+			pages = sizeof(vec);
+		if (mincore(p, pages << 12, vec)) {
+			take_range(p, hi, r, w);
+			return;
+		}
+		for (size_t i = 0; i < pages; i++)
+			if (vec[i] & 1)
+				take_range(p + i * PAGE_COUNTERS, p + (i + 1) * PAGE_COUNTERS, r, w);
+		p += pages * PAGE_COUNTERS;
 	}
 }
 
@@ -120,11 +157,26 @@ void heap_count_finish(void)
 	/* Every line the arena used, and the rest of the last one's page (on mprotect a page is
 	 * watched whole). */
 	end = (heap_bump_line() + 31) & ~31u;
+	unsigned char vec[64];
+	uint32_t chunk = 0;     /* the lines of vec[] start here */
+
+	if (mincore(ag.count_table, sizeof(vec) << 12, vec))
+		memset(vec, 1, sizeof(vec));
 	for (uint32_t l = 0; l < end; l++) {
 		uint64_t r = 0, w = 0;
 		uint32_t o;
 
-		take(l, 1, &r, &w);
+		if (l - chunk == sizeof(vec) * PAGE_COUNTERS) {
+			chunk = l;
+			if (mincore(ag.count_table + l, sizeof(vec) << 12, vec))
+				memset(vec, 1, sizeof(vec));
+		}
+		/* A table page not resident: its lines counted nothing (see take). */
+		if (!(vec[(l - chunk) / PAGE_COUNTERS] & 1)) {
+			l += PAGE_COUNTERS - 1;
+			continue;
+		}
+		take_range(ag.count_table + l, ag.count_table + l + 1, &r, &w);
 		if (!(r | w))
 			continue;
 		o = __atomic_load_n(&ag.owner[l], __ATOMIC_ACQUIRE);
