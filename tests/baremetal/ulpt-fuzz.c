@@ -1091,17 +1091,23 @@ static int decide(const struct pshadow *sh, int mibbad, unsigned kind, uint64_t 
 }
 
 /* --- the checker (runs in the handler at CPL 3, and at the end of a run) ------------- */
-enum { F_NONE, F_SPURIOUS, F_MISSED, F_FRAME, F_UNKNOWN_RIP, F_BACKWARD, F_AFTER_MISSING,
-       F_AFTER_FRAME, F_REPEAT, F_LOOP, F_STRREGS, F_PERMIT_STATE, F_SKIP_STATE, F_REF_DELIVERY,
-       F_STATUS, F_TRAP, F_REF_TRAP, F_MSR, F_UIRET, F_INJECT_MISSED, F_COUNT, F_RING, F_NCODES };
-static const char *const fname[F_NCODES] = {
-    "none", "spurious-delivery", "missed-delivery", "frame-mismatch", "delivery-at-unknown-rip",
-    "delivery-went-backwards", "after-event-missing", "after-event-frame", "step-alone-not-repeated",
-    "delivery-loop", "string-registers-at-delivery", "permit-result-differs (oracle 4)",
-    "skip-result-differs (oracle 3)", "delivery-in-unrestricted-run", "in-handler-left-set",
-    "unexpected-exception", "exception-in-reference", "msr-rule", "uiret-rule",
-    "inject-not-detected", "count-table-differs (R-CNT-1)", "log-records-differ (R-LOG-1..3)",
-};
+/* The failures: code and name, one table. */
+#define FAILURES(X) \
+    X(F_NONE, "none") X(F_SPURIOUS, "spurious-delivery") X(F_MISSED, "missed-delivery") \
+    X(F_FRAME, "frame-mismatch") X(F_UNKNOWN_RIP, "delivery-at-unknown-rip") \
+    X(F_BACKWARD, "delivery-went-backwards") X(F_AFTER_MISSING, "after-event-missing") \
+    X(F_AFTER_FRAME, "after-event-frame") X(F_REPEAT, "step-alone-not-repeated") \
+    X(F_LOOP, "delivery-loop") X(F_STRREGS, "string-registers-at-delivery") \
+    X(F_PERMIT_STATE, "permit-result-differs (oracle 4)") \
+    X(F_SKIP_STATE, "skip-result-differs (oracle 3)") \
+    X(F_REF_DELIVERY, "delivery-in-unrestricted-run") X(F_STATUS, "in-handler-left-set") \
+    X(F_TRAP, "unexpected-exception") X(F_REF_TRAP, "exception-in-reference") \
+    X(F_MSR, "msr-rule") X(F_UIRET, "uiret-rule") X(F_INJECT_MISSED, "inject-not-detected") \
+    X(F_COUNT, "count-table-differs (R-CNT-1)") X(F_RING, "log-records-differ (R-LOG-1..3)")
+#define F_CODE(code, name) code,
+#define F_NAME(code, name) name,
+enum { FAILURES(F_CODE) F_NCODES };
+static const char *const fname[F_NCODES] = { FAILURES(F_NAME) };
 struct failrec { int code, k; uint64_t j, want[8], got[8]; };
 static struct failrec fail;
 static int fail_set;
