@@ -25,6 +25,9 @@
 #include "ulpt-deliver.h"
 #include "ulpt-log.h"
 
+/* Walks to a slot or counter before one that is not RAM is FULL. */
+#define ULPT_LOG_RETRIES 4
+
 static uint64_t slot_va(const UlptState *u, uint64_t index)
 {
     uint64_t n = 1ull << (u->log_ctl & ULPT_LOG_CTL_SIZE_MASK);
@@ -149,13 +152,15 @@ UlptLogStage ulpt_log_stage(CPUX86State *env, uint64_t start, unsigned size,
     }
     host = slot_host(env, va, mmu_idx);
     if (host) {
-        u->log_retry = false;
-    } else if (u->log_retry) {
+        u->log_retry = 0;
+    } else if (u->log_retry >= ULPT_LOG_RETRIES) {
         /*
-         * Walked to and still not plain RAM in the TLB (a debugger's
-         * watchpoint on it): not written, rather than run again for ever.
+         * Walked to, more than once, and still not plain RAM in the TLB (a
+         * debugger's watchpoint on it): not written, rather than run again
+         * for ever. (Once is not enough: another vCPU's flush, a remote
+         * sync of a view store, may drop the entry before the run.)
          */
-        u->log_retry = false;
+        u->log_retry = 0;
         env->ulpt_stats.log_full++;
         return ULPT_LOG_FULL;
     } else {
@@ -172,7 +177,7 @@ UlptLogStage ulpt_log_stage(CPUX86State *env, uint64_t start, unsigned size,
             env->ulpt_stats.log_full++;
             return ULPT_LOG_FULL;       /* not RAM: never written (R-LOG-3) */
         }
-        u->log_retry = true;
+        u->log_retry++;
         cpu_loop_exit_restore(env_cpu(env), ra);
     }
     u->log_stage[n].start = start;
@@ -332,6 +337,14 @@ void ulpt_log_event(CPUX86State *env, int intno, int is_int, int is_hw)
     /* A fault (not a trap) abandons its instruction. */
     bool fault = !is_int && !is_hw && intno != EXCP01_DB &&
                  intno != EXCP03_INT3 && intno != EXCP04_INTO;
+
+    /*
+     * The walk to a slot or counter (ulpt_log_stage) is good for the run
+     * that follows it at once. An interrupt taken in between (a context
+     * switch, a TLB flush) may drop the entry again: the next run walks
+     * again, rather than take the page for one that is not RAM (FULL).
+     */
+    env->ulpt.log_retry = 0;
 
     if (fault) {
         ulpt_log_abandon(env);

@@ -36,7 +36,7 @@ typedef struct UlptState {
      * one per kind ([0] reads, [1] writes), as CMPXCHG16B probes both.
      */
     uint64_t log_cover_start[2], log_cover_size[2];
-    bool log_retry;     /* run again after a walk to the slot */
+    uint8_t log_retry;  /* runs again after a walk to the slot or counter */
     /*
      * The violation being delivered (set at the faulting access, used by
      * delivery).
