@@ -295,10 +295,32 @@ static bool other_cpus_share_cr3(CPUState *cs)
     return false;
 }
 
-/* Runs once the re-executed storing instruction has completed. */
+/* The pages a view store targets, for the other CPUs' flush. */
+typedef struct UlptSyncPages {
+    uint64_t first, last;
+} UlptSyncPages;
+
+/*
+ * Runs once the re-executed storing instruction has completed, with every
+ * CPU stopped (async_safe_run_on_cpu): the store has landed, so the other
+ * CPUs are told to drop the pages only now. Each runs its flush before its
+ * next instruction (the request kicks it), so none can see this CPU's later
+ * stores with the old rights (R-COH-2). Asked for before the store landed,
+ * as it was, another CPU could flush, run on and walk the old entry again.
+ */
 static void sync_step_done(CPUState *cs, run_on_cpu_data data)
 {
+    UlptSyncPages *s = data.host_ptr;
+    CPUState *other;
+
     X86_CPU(cs)->env.ulpt.sync_step = false;
+    CPU_FOREACH(other) {
+        for (uint64_t page = s->first; page <= s->last;
+             page += TARGET_PAGE_SIZE) {
+            tlb_flush_page_by_mmuidx(other, page, ULPT_USER_IDXMAP);
+        }
+    }
+    g_free(s);
 }
 
 /*
@@ -503,13 +525,13 @@ static void view_store(CPUState *cs, int mmu_idx, vaddr addr, int size,
          * other parts (a 16-byte store is made of two) are synced in this
          * same run instead of starting it again.
          */
-        async_safe_run_on_cpu(cs, sync_step_done, RUN_ON_CPU_NULL);
+        UlptSyncPages *sp = g_new(UlptSyncPages, 1);
+
+        sp->first = first;
+        sp->last = last;
+        async_safe_run_on_cpu(cs, sync_step_done, RUN_ON_CPU_HOST_PTR(sp));
         if (count) {
             env->ulpt_stats.remote_syncs++;
-        }
-        for (page = first; page <= last; page += TARGET_PAGE_SIZE) {
-            tlb_flush_page_by_mmuidx_all_cpus_synced(cs, page,
-                                                     ULPT_USER_IDXMAP);
         }
     } else if (page_word) {
         stop_chain(env, first, last);
