@@ -36,33 +36,34 @@ static uint64_t slot_va(const UlptState *u, uint64_t index)
 }
 
 /*
- * The slot's host address from a TLB entry (the main one or a victim) that
- * maps its page as plain writable RAM, or NULL. It only reads the TLB: a
- * logged access is in flight in the softmmu helper that called the check,
- * with its own TLB entry in hand, and a fill here could
- * evict that entry from under it.
+ * The host address of va from a TLB entry (the main one or a victim) that
+ * `usable` accepts, or NULL. It only reads the TLB: a logged access is in
+ * flight in the softmmu helper that called the check, with its own TLB
+ * entry in hand, and a fill here could evict that entry from under it.
  */
+static uint8_t *tlb_host(CPUX86State *env, uint64_t va, int mmu_idx,
+                         bool (*usable)(CPUTLBEntry *, uint64_t))
+{
+    CPUTLBEntry *te = tlb_entry(env, mmu_idx, va);
+    CPUTLBDesc *d = &env_tlb(env)->d[mmu_idx];
+
+    if (usable(te, va)) {
+        return (uint8_t *)(uintptr_t)(va + te->addend);
+    }
+    for (int i = 0; i < CPU_VTLB_SIZE; i++) {
+        if (usable(&d->vtable[i], va)) {
+            return (uint8_t *)(uintptr_t)(va + d->vtable[i].addend);
+        }
+    }
+    return NULL;
+}
+
+/* A slot or counter: its page mapped as plain writable RAM. */
 static bool slot_entry(CPUTLBEntry *te, uint64_t va)
 {
     target_ulong w = tlb_addr_write(te);
 
     return tlb_hit(w, va) && !(w & ~TARGET_PAGE_MASK);
-}
-
-static uint8_t *slot_host(CPUX86State *env, uint64_t va, int mmu_idx)
-{
-    CPUTLBEntry *te = tlb_entry(env, mmu_idx, va);
-    CPUTLBDesc *d = &env_tlb(env)->d[mmu_idx];
-
-    if (slot_entry(te, va)) {
-        return (uint8_t *)(uintptr_t)(va + te->addend);
-    }
-    for (int i = 0; i < CPU_VTLB_SIZE; i++) {
-        if (slot_entry(&d->vtable[i], va)) {
-            return (uint8_t *)(uintptr_t)(va + d->vtable[i].addend);
-        }
-    }
-    return NULL;
 }
 
 static void forget(UlptState *u)
@@ -150,7 +151,7 @@ UlptLogStage ulpt_log_stage(CPUX86State *env, uint64_t start, unsigned size,
         env->ulpt_stats.log_full++;
         return ULPT_LOG_FULL;
     }
-    host = slot_host(env, va, mmu_idx);
+    host = tlb_host(env, va, mmu_idx, slot_entry);
     if (host) {
         u->log_retry = 0;
     } else if (u->log_retry >= ULPT_LOG_RETRIES) {
@@ -236,32 +237,21 @@ static void count_one(uint64_t *counter)
  * maps (the record has no VAL).
  */
 /*
- * The host address of a byte the instruction just wrote, from any TLB entry
- * (main or victim, read or write comparator) that maps its page as RAM:
- * the write itself may have left only a write entry, or one in the victim
- * TLB. Line rights (TLB_CHECK) are no reason not to read.
+ * A byte the instruction just wrote: any comparator, read or write, that
+ * maps its page as RAM (the write itself may have left only a write entry,
+ * or one in the victim TLB). Line rights (TLB_CHECK) are no reason not to
+ * read.
  */
-static bool ram_entry(target_ulong cmp, uint64_t va)
+static bool ram_comparator(target_ulong cmp, uint64_t va)
 {
     return tlb_hit(cmp, va) &&
            !(cmp & ~TARGET_PAGE_MASK & ~(target_ulong)TLB_CHECK);
 }
 
-static uint8_t *written_host(CPUX86State *env, uint64_t va, int mmu_idx)
+static bool written_entry(CPUTLBEntry *te, uint64_t va)
 {
-    CPUTLBEntry *te = tlb_entry(env, mmu_idx, va);
-    CPUTLBDesc *d = &env_tlb(env)->d[mmu_idx];
-
-    if (ram_entry(te->addr_read, va) || ram_entry(tlb_addr_write(te), va)) {
-        return (uint8_t *)(uintptr_t)(va + te->addend);
-    }
-    for (int i = 0; i < CPU_VTLB_SIZE; i++) {
-        te = &d->vtable[i];
-        if (ram_entry(te->addr_read, va) || ram_entry(tlb_addr_write(te), va)) {
-            return (uint8_t *)(uintptr_t)(va + te->addend);
-        }
-    }
-    return NULL;
+    return ram_comparator(te->addr_read, va) ||
+           ram_comparator(tlb_addr_write(te), va);
 }
 
 static bool read_back(CPUX86State *env, uint64_t va, unsigned size,
@@ -273,7 +263,7 @@ static bool read_back(CPUX86State *env, uint64_t va, unsigned size,
     for (unsigned i = 0; i < size; ) {
         unsigned k = MIN(size - i,
                          TARGET_PAGE_SIZE - ((va + i) & ~TARGET_PAGE_MASK));
-        uint8_t *h = written_host(env, va + i, mmu_idx);
+        uint8_t *h = tlb_host(env, va + i, mmu_idx, written_entry);
 
         if (!h) {
             return false;
