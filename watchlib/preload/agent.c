@@ -510,7 +510,7 @@ static void write_results(void)
 
 	in_agent++;
 	heap_log_sync();
-	heap_count_finish();
+	heap_count_finish();        /* the count table's totals: only the results use them */
 	wl_get_stats(&st);
 	n = snprintf(line, sizeof(line), "backend\t%s\n", ulpt_backend_name(ulpt_backend()));
 	agent_write(line, (size_t)n);
@@ -583,7 +583,6 @@ int agent_finish(void)
 	if (ag.heap != HEAP_OFF)
 		heap_flush_deferred();
 	heap_log_sync();            /* the log's last records (--precise: its errors, first) */
-	heap_count_finish();        /* and the count table's */
 	if (ag.heap == HEAP_CHECK) {
 		heap_check_canaries();
 		leak_check();
