@@ -125,9 +125,11 @@ libulpt: $(LIBULPT)
 # test programs. The agent links libulpt's objects in, so it needs nothing installed.
 WB := $(B)/watchlib
 WL_CFLAGS := -O2 -g -Wall -Wextra -Werror -fPIC -Iwatchlib/include -Iwatchlib/src -Ilibulpt/include -Iinclude
-WL_HDRS := $(wildcard watchlib/include/*.h watchlib/src/*.h watchlib/preload/*.h watchlib/preload/*.inc) libulpt/include/ulpt.h
+WL_HDRS := $(wildcard watchlib/include/*.h watchlib/src/*.h watchlib/preload/*.h watchlib/common/*.h watchlib/common/*.inc) libulpt/include/ulpt.h
 WL_OBJS := $(patsubst watchlib/src/%.c,$(WB)/%.o,$(wildcard watchlib/src/*.c))
-AGENT_OBJS := $(patsubst watchlib/preload/%.c,$(WB)/preload/%.o,$(wildcard watchlib/preload/*.c))
+# common/: what the agent and the tool share (their settings, the agent's result records).
+AGENT_OBJS := $(patsubst watchlib/preload/%.c,$(WB)/preload/%.o,$(wildcard watchlib/preload/*.c)) \
+	$(patsubst watchlib/common/%.c,$(WB)/common/%.o,$(wildcard watchlib/common/*.c))
 WL_LIBS := -lunwind -ldw -lelf -ldl -lpthread
 # The agent loads libelf and libdw itself, at its first report (symbolize.c).
 AGENT_LIBS := -lunwind -ldl -lpthread
@@ -144,7 +146,10 @@ $(WB)/%.o: watchlib/src/%.c $(WL_HDRS)
 	$(CC) $(WL_CFLAGS) $(WL_CFLAGS_$*) $(DEPFLAGS) -c -o $@ $<
 $(WB)/preload/%.o: watchlib/preload/%.c $(WL_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(WL_CFLAGS) $(WL_CFLAGS_$*) -ftls-model=initial-exec $(DEPFLAGS) -c -o $@ $<
+	$(CC) $(WL_CFLAGS) $(WL_CFLAGS_$*) -Iwatchlib/common -ftls-model=initial-exec $(DEPFLAGS) -c -o $@ $<
+$(WB)/common/%.o: watchlib/common/%.c $(WL_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(WL_CFLAGS) -fvisibility=hidden $(DEPFLAGS) -c -o $@ $<
 # libwatch, static and shared (soname libwatch.so.0), has watchlib's objects only: its users
 # link libulpt too (libwatch.so names libulpt.so.0; watchlib.pc requires libulpt).
 WL_SONAME := libwatch.so.0
@@ -156,9 +161,9 @@ $(WB)/libwatch.so: $(WB)/$(WL_SONAME).1.0
 	ln -sf $(WL_SONAME).1.0 $(WB)/$(WL_SONAME) && ln -sf $(WL_SONAME) $@
 $(WB)/libulpt-watch-agent.so: $(AGENT_OBJS) $(WL_OBJS) $(LIB_OBJS)
 	$(CC) -shared -Wl,-z,nodelete -o $@ $^ $(AGENT_LIBS)
-$(WB)/ulpt-watch: $(wildcard watchlib/cli/*.c watchlib/cli/*.h) watchlib/preload/options.c $(WL_HDRS)
+$(WB)/ulpt-watch: $(wildcard watchlib/cli/*.c watchlib/cli/*.h watchlib/common/*.c) $(WL_HDRS)
 	@mkdir -p $(@D)
-	$(CC) -O2 -g -Wall -Wextra -Werror -Iwatchlib/include -Ilibulpt/include -Iwatchlib/cli -Iwatchlib/preload -o $@ $(wildcard watchlib/cli/*.c) watchlib/preload/options.c -lelf -ljson-c
+	$(CC) -O2 -g -Wall -Wextra -Werror -Iwatchlib/include -Ilibulpt/include -Iwatchlib/cli -Iwatchlib/common -o $@ $(wildcard watchlib/cli/*.c watchlib/common/*.c) -lelf -ljson-c
 # Programs the tests run under ulpt-watch (ordinary, dynamically linked), and tests of the C API.
 $(WB)/test/progs/%: watchlib/test/progs/%.c
 	@mkdir -p $(@D)
@@ -308,4 +313,4 @@ clean:
 
 # The dependency files of the compiles above (only our own build directories: QEMU's and the
 # kernel's trees have their own).
--include $(wildcard $(B)/guest/*/.*.d $(B)/tests/unit/.*.d $(B)/libulpt/.*.d $(B)/watchlib/.*.d $(B)/watchlib/preload/.*.d)
+-include $(wildcard $(B)/guest/*/.*.d $(B)/tests/unit/.*.d $(B)/libulpt/.*.d $(B)/watchlib/.*.d $(B)/watchlib/preload/.*.d $(B)/watchlib/common/.*.d)

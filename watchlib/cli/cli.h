@@ -14,6 +14,7 @@
 #include <sys/resource.h>
 
 #include "options.h"
+#include "results.h"
 #include "watchlib.h"
 
 /* Access modes are watchlib's WL_READ and WL_WRITE bits (options.c parses and names them). */
@@ -73,7 +74,7 @@ struct report {
 struct options {
 	struct watch *watches;
 	size_t nwatches;
-	struct wl_options set;      /* the agent's settings (watchlib/preload/options.inc) */
+	struct wl_options set;      /* the agent's settings (watchlib/common/options.inc) */
 	const char *json;
 	int argc;                   /* the program's argv, argv[0] as typed */
 	char **argv;
@@ -87,7 +88,6 @@ void *xrealloc(void *p, size_t n, size_t size);
 char *xstrdup(const char *s);
 
 /* spec.c */
-int parse_u64(const char *s, uint64_t *out);
 void parse_spec(const char *spec, struct watch *w);
 
 /* elfinfo.c: refuses (die) what cannot be run with the agent; resolves the symbols. */

@@ -1,6 +1,6 @@
 /*
- * ulpt-watch: reads the agent's result file (TAB-separated records, one per line) and reports
- * it, as a summary on stderr or as JSON. The file comes from another program, so every line is
+ * ulpt-watch: reads the agent's result file (TAB-separated records, one per line; their table
+ * is watchlib/common/results.inc) and reports it, as a summary on stderr or as JSON. The file comes from another program, so every line is
  * checked: a malformed one is skipped with a warning, an unknown record type is ignored (newer
  * agents may write more).
  *
@@ -14,116 +14,108 @@
 
 #include "cli.h"
 
-static int parse_fields(char **f, size_t n, uint64_t **out)
+static void add_error(struct report *rep, const struct wl_result_error *r)
 {
-	size_t i;
+	struct heap_error e = {
+		.kind = xstrdup(r->kind), .access = xstrdup(r->access), .found = xstrdup(r->found),
+		.addr = r->address, .size = r->size, .ip = r->ip, .block = r->block,
+		.block_size = r->block_size, .objects = r->objects,
+		.detail = r->pair[0] ? xstrdup(r->pair) : NULL,
+	};
 
-	for (i = 0; i < n; i++)
-		if (parse_u64(f[i], out[i]))
-			return -1;
+	if (rep->nerrors == rep->cap) {
+		rep->cap = rep->cap ? 2 * rep->cap : 8;
+		rep->errors = xrealloc(rep->errors, rep->cap, sizeof(*rep->errors));
+	}
+	rep->errors[rep->nerrors++] = e;
+}
+
+/* A frame of e; -1 for one of no known stack. */
+static int add_frame(struct heap_error *e, const struct wl_result_frame *r)
+{
+	static const char stacks[][8] = { "access", "alloc", "free" }, kinds[] = "alf";
+	struct frame fr = { .pc = r->pc };
+
+	for (size_t i = 0; i < sizeof(stacks) / sizeof(stacks[0]); i++)
+		if (!strcmp(r->stack, stacks[i]))
+			fr.kind = kinds[i];
+	if (!fr.kind)
+		return -1;
+	fr.function = strcmp(r->function, "?") ? xstrdup(r->function) : NULL;
+	fr.location = strcmp(r->location, "?") ? xstrdup(r->location) : NULL;
+	if (e->nframes == e->cap) {
+		e->cap = e->cap ? 2 * e->cap : 8;
+		e->frames = xrealloc(e->frames, e->cap, sizeof(*e->frames));
+	}
+	e->frames[e->nframes++] = fr;
 	return 0;
 }
 
-/* Returns 1 for a record taken, 0 for an ignored (unknown) one, -1 for a malformed one. */
-static int take_record(char **f, size_t nf, struct report *rep, struct options *opt,
+/* Takes a record (results.inc): 0, or -1 for one that does not fit what came before. cur is
+ * the error whose frames follow. */
+static int take_record(const struct wl_result *r, struct report *rep, struct options *opt,
 		       struct heap_error **cur)
 {
-	const char *t = f[0];
+	const struct wl_result_watch *wr = &r->u.watch;
+	struct watch *w;
 
-	if (!strcmp(t, "backend")) {
-		if (nf < 2 || !f[1][0])
-			return -1;
+	switch (r->type) {
+	case WL_RESULT_backend:
 		free(rep->backend);
-		rep->backend = xstrdup(f[1]);
-	} else if (!strcmp(t, "watch")) {
-		uint64_t idx, addr, len, reads, writes;
-		struct watch *w;
-
-		if (nf < 6 || parse_fields(f + 1, 5, (uint64_t *[]){&idx, &addr, &len, &reads,
-								      &writes}))
+		rep->backend = xstrdup(r->u.backend.name);
+		break;
+	case WL_RESULT_watch:
+		if (wr->index >= opt->nwatches)
 			return -1;
-		if (idx >= opt->nwatches)
-			return -1;
-		w = &opt->watches[idx];
+		w = &opt->watches[wr->index];
 		w->reported = 1;
-		w->rep_addr = addr;
-		w->rep_len = len;
-		w->reads = reads;
-		w->writes = writes;
-	} else if (!strcmp(t, "heap")) {
-		if (nf < 4 || parse_fields(f + 1, 3, (uint64_t *[]){&rep->heap_allocs,
-								      &rep->heap_reads,
-								      &rep->heap_writes}))
-			return -1;
+		w->rep_addr = wr->address;
+		w->rep_len = wr->length;
+		w->reads = wr->reads;
+		w->writes = wr->writes;
+		break;
+	case WL_RESULT_heap:
+		rep->heap_allocs = r->u.heap.allocations;
+		rep->heap_reads = r->u.heap.reads;
+		rep->heap_writes = r->u.heap.writes;
 		rep->have_heap = 1;
-	} else if (!strcmp(t, "suppressed")) {
-		if (nf < 2 || parse_u64(f[1], &rep->suppressed))
-			return -1;
+		break;
+	case WL_RESULT_suppressed:
+		rep->suppressed = r->u.suppressed.reports;
 		rep->have_suppressed = 1;
-	} else if (!strcmp(t, "leakcheck")) {
-		if (nf < 2 || parse_u64(f[1], &rep->leak_ns))
-			return -1;
+		break;
+	case WL_RESULT_leakcheck:
+		rep->leak_ns = r->u.leakcheck.ns;
 		rep->have_leak_ns = 1;
-	} else if (!strcmp(t, "stats")) {
-		if (nf < 5 || parse_fields(f + 1, 4, (uint64_t *[]){&rep->faults, &rep->hits,
-								      &rep->false_faults,
-								      &rep->handler_ns}))
-			return -1;
+		break;
+	case WL_RESULT_stats:
+		rep->faults = r->u.stats.faults;
+		rep->hits = r->u.stats.hits;
+		rep->false_faults = r->u.stats.false_faults;
+		rep->handler_ns = r->u.stats.handler_ns;
 		rep->have_stats = 1;
-	} else if (!strcmp(t, "error")) {
-		struct heap_error e = {0};
-
-		if (nf < 8 || !f[1][0] || !f[2][0] ||
-		    parse_fields(f + 3, 5, (uint64_t *[]){&e.addr, &e.size, &e.ip, &e.block,
-							   &e.block_size}))
-			return -1;
-		e.kind = xstrdup(f[1]);
-		e.access = xstrdup(f[2]);
-		e.found = xstrdup(nf > 8 && f[8][0] ? f[8] : "access");
-		e.objects = 1;
-		if (nf > 9 && parse_u64(f[9], &e.objects))
-			return -1;
-		e.detail = nf > 10 && f[10][0] ? xstrdup(f[10]) : NULL;
-		if (rep->nerrors == rep->cap) {
-			rep->cap = rep->cap ? 2 * rep->cap : 8;
-			rep->errors = xrealloc(rep->errors, rep->cap, sizeof(*rep->errors));
-		}
-		rep->errors[rep->nerrors] = e;
-		*cur = &rep->errors[rep->nerrors++];
-	} else if (!strcmp(t, "frame")) {
-		struct heap_error *e = *cur;
-		struct frame fr = {0};
-
-		if (!e || nf < 5 || parse_u64(f[2], &fr.pc))
-			return -1;
-		if (!strcmp(f[1], "access"))
-			fr.kind = 'a';
-		else if (!strcmp(f[1], "alloc"))
-			fr.kind = 'l';
-		else if (!strcmp(f[1], "free"))
-			fr.kind = 'f';
-		else
-			return -1;
-		fr.function = strcmp(f[3], "?") && f[3][0] ? xstrdup(f[3]) : NULL;
-		fr.location = strcmp(f[4], "?") && f[4][0] ? xstrdup(f[4]) : NULL;
-		if (e->nframes == e->cap) {
-			e->cap = e->cap ? 2 * e->cap : 8;
-			e->frames = xrealloc(e->frames, e->cap, sizeof(*e->frames));
-		}
-		e->frames[e->nframes++] = fr;
-	} else if (!strcmp(t, "end")) {
+		break;
+	case WL_RESULT_error:
+		add_error(rep, &r->u.error);
+		*cur = &rep->errors[rep->nerrors - 1];
+		break;
+	case WL_RESULT_frame:
+		return *cur ? add_frame(*cur, &r->u.frame) : -1;
+	case WL_RESULT_end:
 		if (!*cur)
 			return -1;
 		*cur = NULL;
-	} else {
-		return 0;
+		break;
+	case WL_RESULT_COUNT:
+		break;
 	}
-	return 1;
+	return 0;
 }
 
 void report_read(const char *path, struct report *rep, struct options *opt)
 {
 	struct heap_error *cur = NULL;
+	struct wl_result res;
 	char *line = NULL, **f = NULL;
 	size_t cap = 0, fcap = 0, lineno = 0;
 	ssize_t n;
@@ -157,10 +149,12 @@ void report_read(const char *path, struct report *rep, struct options *opt)
 			}
 			f[nf++] = strsep(&p, "\t");
 		}
+		r = wl_result_parse(f, nf, &res);
 		/* A record after an "error" that is not one of its frames ends it implicitly. */
-		if (cur && strcmp(f[0], "frame") && strcmp(f[0], "end"))
+		if (res.type != WL_RESULT_frame && res.type != WL_RESULT_end)
 			cur = NULL;
-		r = take_record(f, nf, rep, opt, &cur);
+		if (r > 0)
+			r = take_record(&res, rep, opt, &cur) ? -1 : 1;
 		if (r < 0)
 			warn("warning: agent result line %zu is malformed (%.20s), skipped", lineno,
 			     f[0]);

@@ -1,5 +1,5 @@
 /*
- * ulpt-watch: numbers, modes and -w specs (SYMBOL[:LEN][/mode] or 0xADDR:LEN[/mode]).
+ * ulpt-watch: -w specs (SYMBOL[:LEN][/mode] or 0xADDR:LEN[/mode]).
  *
  * SPDX-License-Identifier: MIT
  */
@@ -7,40 +7,6 @@
 #include <string.h>
 
 #include "cli.h"
-
-/* Decimal, or hex with 0x. Hand-rolled because strtoull accepts signs, leading blanks and
- * silently wraps "-1"; here anything but digits is an error, and so is overflow. */
-int parse_u64(const char *s, uint64_t *out)
-{
-	unsigned base = 10;
-	uint64_t v = 0;
-
-	if (!s || !*s)
-		return -1;
-	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-		base = 16;
-		s += 2;
-		if (!*s)
-			return -1;
-	}
-	for (; *s; s++) {
-		unsigned d;
-
-		if (*s >= '0' && *s <= '9')
-			d = (unsigned)(*s - '0');
-		else if (base == 16 && *s >= 'a' && *s <= 'f')
-			d = (unsigned)(*s - 'a' + 10);
-		else if (base == 16 && *s >= 'A' && *s <= 'F')
-			d = (unsigned)(*s - 'A' + 10);
-		else
-			return -1;
-		if (v > (UINT64_MAX - d) / base)
-			return -1;
-		v = v * base + d;
-	}
-	*out = v;
-	return 0;
-}
 
 void parse_spec(const char *spec, struct watch *w)
 {
@@ -64,9 +30,9 @@ void parse_spec(const char *spec, struct watch *w)
 		if (!colon)
 			die("malformed watch '%s': an address needs a length (0xADDR:LEN)", spec);
 		*colon = '\0';
-		if (parse_u64(body, &w->addr))
+		if (wl_parse_u64(body, &w->addr))
 			die("malformed watch '%s': bad address '%s'", spec, body);
-		if (parse_u64(colon + 1, &w->len))
+		if (wl_parse_u64(colon + 1, &w->len))
 			die("malformed watch '%s': bad length '%s'", spec, colon + 1);
 		w->have_len = 1;
 	} else {
@@ -74,7 +40,7 @@ void parse_spec(const char *spec, struct watch *w)
 		colon = strrchr(body, ':');
 		if (colon) {
 			*colon = '\0';
-			if (parse_u64(colon + 1, &w->len))
+			if (wl_parse_u64(colon + 1, &w->len))
 				die("malformed watch '%s': bad length '%s'", spec, colon + 1);
 			w->have_len = 1;
 		}

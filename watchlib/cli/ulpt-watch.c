@@ -5,7 +5,7 @@
  *     ulpt-watch [options] -- PROGRAM [ARGS...]
  *
  * This front end only checks the input, resolves -w symbols, passes the settings to the agent
- * in the environment (ULPT_WATCH_OPTIONS, from the table of watchlib/preload/options.inc),
+ * in the environment (ULPT_WATCH_OPTIONS, from the table of watchlib/common/options.inc),
  * waits and reports what the agent wrote to its result file.
  * Every bad input is refused with one line on stderr and exit status 2 before the program starts.
  *

@@ -1,6 +1,6 @@
 /*
- * The agent's start and end: its settings, the watchpoints of -w, and the result file (records
- * read by take_record() in watchlib/cli/report.c). Every setting comes in ULPT_WATCH_OPTIONS
+ * The agent's start and end: its settings, the watchpoints of -w, and the result file (its
+ * records: watchlib/common/results.inc). Every setting comes in ULPT_WATCH_OPTIONS
  * ("name=value:name=value", the table of options.inc), which ulpt-watch sets, or a user under
  * a plain LD_PRELOAD; a bad one stops the program with one line and exit status 2, as a bad
  * option of the tool does. Without a result file the reports still go to stderr.
@@ -501,50 +501,40 @@ static void agent_start(void)
 		ulpt_gdb_ready();
 }
 
+/* One record to the result file (watchlib/common/results.inc). */
+#define RESULT(type, ...) do { \
+	char line_[256]; \
+	agent_write(line_, WL_RESULT_FORMAT(line_, sizeof(line_), type, __VA_ARGS__)); \
+} while (0)
+
 /* The result records (watchlib/cli/report.c reads them): at exit, or at a halt. */
 static void write_results(void)
 {
-	char line[256];
 	struct wl_stats st;
-	int n;
 
 	in_agent++;
 	heap_log_sync();
 	heap_count_finish();        /* the count table's totals: only the results use them */
 	wl_get_stats(&st);
-	n = snprintf(line, sizeof(line), "backend\t%s\n", ulpt_backend_name(ulpt_backend()));
-	agent_write(line, (size_t)n);
+	RESULT(backend, .name = ulpt_backend_name(ulpt_backend()));
 	for (int i = 0; i < nspecs; i++) {
 		uint64_t rd = 0, wr = 0;
 		if (spec_ids[i] >= 0)
 			wl_counts(spec_ids[i], &rd, &wr);
-		n = snprintf(line, sizeof(line), "watch\t%d\t0x%lx\t%zu\t%llu\t%llu\n", i,
-			     (unsigned long)spec_addr[i], spec_len[i], (unsigned long long)rd,
-			     (unsigned long long)wr);
-		agent_write(line, (size_t)n);
+		RESULT(watch, .index = (uint64_t)i, .address = spec_addr[i], .length = spec_len[i],
+		       .reads = rd, .writes = wr);
 	}
-	if (ag.heap == HEAP_WATCH) {
-		n = snprintf(line, sizeof(line), "heap\t%llu\t%llu\t%llu\n",
-			     (unsigned long long)ag.heap_allocs, (unsigned long long)ag.heap_reads,
-			     (unsigned long long)ag.heap_writes);
-		agent_write(line, (size_t)n);
-	}
+	if (ag.heap == HEAP_WATCH)
+		RESULT(heap, .allocations = ag.heap_allocs, .reads = ag.heap_reads,
+		       .writes = ag.heap_writes);
 	if (ag.heap == HEAP_CHECK) {
-		n = snprintf(line, sizeof(line), "suppressed\t%llu\n",
-			     (unsigned long long)ag.suppressed);
-		agent_write(line, (size_t)n);
-		if (ag.leaks) {
-			n = snprintf(line, sizeof(line), "leakcheck\t%llu\n",
-				     (unsigned long long)ag.leak_ns);
-			agent_write(line, (size_t)n);
-		}
+		RESULT(suppressed, .reports = ag.suppressed);
+		if (ag.leaks)
+			RESULT(leakcheck, .ns = ag.leak_ns);
 	}
-	n = snprintf(line, sizeof(line), "stats\t%llu\t%llu\t%llu\t%llu\n",
-		     (unsigned long long)(st.faults + ag.faults),
-		     (unsigned long long)(st.hits + ag.hits),
-		     (unsigned long long)(st.false_faults + ag.false_faults),
-		     (unsigned long long)(st.handler_ns + ag.handler_ns));
-	agent_write(line, (size_t)n);
+	RESULT(stats, .faults = st.faults + ag.faults, .hits = st.hits + ag.hits,
+	       .false_faults = st.false_faults + ag.false_faults,
+	       .handler_ns = st.handler_ns + ag.handler_ns);
 	in_agent--;
 }
 

@@ -3,10 +3,10 @@
  * configuration from ULPT_WATCH_OPTIONS (set by the tool; options.inc), watches what it is asked
  * to, replaces the program's malloc family for --heap and --check, and writes its results to
  * the file its result option names (TAB-separated records written by agent.c and report.c,
- * read by take_record() in watchlib/cli/report.c).
+ * read by watchlib/cli/report.c; their table is results.inc).
  *
- * Files: agent.c (start, configuration, results), options.c (the settings' one parser, shared
- * with the tool), heap.c (the allocator: red zones,
+ * Files: agent.c (start, configuration, results), ../common/ (shared with the tool: options.c,
+ * the settings' one parser; results.c, the result records), heap.c (the allocator: red zones,
  * quarantine, the malloc family), fault.c (the fault handler, general registers only),
  * strmem.c (libc's memory and string functions, checked against the blocks), wcsmem.c (the
  * wide ones and the multibyte converters; strmem.h between them),
@@ -26,6 +26,7 @@
 #include <sys/types.h>
 #include "wl-internal.h"
 #include "options.h"
+#include "results.h"
 
 enum heap_mode { HEAP_OFF, HEAP_WATCH, HEAP_CHECK };
 

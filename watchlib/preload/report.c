@@ -39,6 +39,12 @@ struct out {
 	size_t cap, n;
 };
 
+/* A result record (watchlib/common/results.inc) appended to o: PUT_RESULT(o, frame, ...). */
+#define PUT_RESULT(o, type, ...) do { \
+	if ((o)->n < (o)->cap) \
+		(o)->n += WL_RESULT_FORMAT((o)->buf + (o)->n, (o)->cap - (o)->n, type, __VA_ARGS__); \
+} while (0)
+
 static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void put(struct out *o, const char *fmt, ...)
 {
@@ -169,7 +175,8 @@ static void print_frames(struct out *human, struct out *rec, const char *what)
 		if (strcmp(y->what, what))
 			continue;
 		put(human, "    #%d 0x%lx in %s %s\n", k++, (unsigned long)y->pc, y->fn, y->loc);
-		put(rec, "frame\t%s\t0x%lx\t%s\t%s\n", what, (unsigned long)y->pc, y->fn, y->loc);
+		PUT_RESULT(rec, frame, .stack = what, .pc = y->pc, .function = y->fn,
+			   .location = y->loc);
 	}
 }
 
@@ -296,10 +303,10 @@ void report_error(struct err *e)
 	else if (e->found)
 		put(&human, "found at %s: the block's canary (the bytes next to it) was changed\n",
 		    e->found);
-	put(&rec, "error\t%s\t%s\t0x%lx\t%zu\t0x%lx\t0x%lx\t%zu\t%s\t1\t%s\n", kind_name(e->kind),
-	    acc, (unsigned long)e->addr, e->size, (unsigned long)e->ip,
-	    (unsigned long)(b ? b->user : 0), b ? b->size : 0, e->found ? e->found : "access",
-	    e->pair ? e->pair : "");
+	PUT_RESULT(&rec, error, .kind = kind_name(e->kind), .access = acc, .address = e->addr,
+		   .size = e->size, .ip = e->ip, .block = b ? b->user : 0,
+		   .block_size = b ? b->size : 0, .found = e->found ? e->found : "access",
+		   .objects = 1, .pair = e->pair);
 	/* The first frame is the faulting instruction itself, but the caller's return address for
 	 * a range given to a libc function. */
 	print_frames(&human, &rec, "access");
@@ -329,7 +336,7 @@ void report_error(struct err *e)
 	}
 	put(&human, "\n");
 	gen_rule(&human, kind_name(e->kind));
-	put(&rec, "end\n");
+	PUT_RESULT(&rec, end, );
 	if (write(agent_err_fd(), human.buf, human.n) < 0) {
 		/* nothing to do: stderr is gone */
 	}
@@ -358,16 +365,16 @@ int report_leak(uint32_t stack, uint32_t first, uint64_t bytes, uint64_t count, 
 		put(&human, "==%d== ERROR: ulpt-watch: detected memory leaks\n\n", (int)getpid());
 	put(&human, "%s leak of %llu byte(s) in %llu object(s) allocated from:\n",
 	    indirect ? "Indirect" : "Direct", (unsigned long long)bytes, (unsigned long long)count);
-	put(&rec, "error\tleak\t%s\t0x%lx\t%llu\t0x0\t0x%lx\t%zu\texit\t%llu\n",
-	    indirect ? "indirect" : "direct", (unsigned long)b->user, (unsigned long long)bytes,
-	    (unsigned long)b->user, b->size, (unsigned long long)count);
+	PUT_RESULT(&rec, error, .kind = "leak", .access = indirect ? "indirect" : "direct",
+		   .address = b->user, .size = bytes, .ip = 0, .block = b->user,
+		   .block_size = b->size, .found = "exit", .objects = count);
 	print_frames(&human, &rec, "alloc");
 	if (!nsyms)
 		put(&human, stack_context() ? "    (no stack: allocated before the agent took the heap)\n" :
 		    "    (no stack: --malloc-context-size=0)\n");
 	put(&human, "\n");
 	gen_rule(&human, "leak");
-	put(&rec, "end\n");
+	PUT_RESULT(&rec, end, );
 	if (!indirect)
 		ag.errors++;            /* a definite leak is an error (error_exitcode) */
 	if (write(agent_err_fd(), human.buf, human.n) < 0) {

@@ -259,7 +259,7 @@ run --help
 cp "$T/out" "$T/help"
 # man_lists NAME: an entry of ulpt-watch(1) (the line after a .TP) names --NAME.
 man_lists() { grep -A1 '^\.TP' watchlib/man/ulpt-watch.1 | grep -qF -- "\-\-${1//-/\\-}"; }
-for o in $(sed -n 's/^WL_OPTION(\([a-z_]*\),.*/\1/p' watchlib/preload/options.inc | tr _ -); do
+for o in $(sed -n 's/^WL_OPTION(\([a-z_]*\),.*/\1/p' watchlib/common/options.inc | tr _ -); do
 	check "--help and ulpt-watch(1) list --$o" eval 'grep -q -- "--$o" "$T/help" && man_lists "$o"'
 done
 cp "$P" "$T/bin/cliprog"

@@ -9,6 +9,7 @@
 #define WL_OPTIONS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define WL_OPTIONS_ENV "ULPT_WATCH_OPTIONS"
 
@@ -69,6 +70,10 @@ int wl_options_check(const struct wl_options *o, const char *prefix, char *err, 
 /* Writes the options that differ from their defaults as a ULPT_WATCH_OPTIONS string; the
  * length it needs (as snprintf). */
 size_t wl_options_format(const struct wl_options *o, char *buf, size_t n);
+
+/* A number in decimal, or in hex after 0x: anything else (a sign, a blank, overflow) is an
+ * error. 0, or -1. (Hand-rolled: strtoull takes signs and blanks, and wraps "-1".) */
+int wl_parse_u64(const char *s, uint64_t *out);
 
 /* The value names of each type, and "r", "w", "rw" for a mode. */
 const char *wl_mode_name(unsigned mode);

@@ -44,27 +44,44 @@ static int parse_mode(const char *s, wl_opt_mode_t *v, const char **want)
 	return wl_parse_mode(s, v);
 }
 
-/* A number 0..max, decimal or hex with 0x (no sign, no blanks), or -1. */
-static long number(const char *s, long max)
+int wl_parse_u64(const char *s, uint64_t *out)
 {
 	unsigned base = 10;
-	long n = 0;
+	uint64_t v = 0;
 
+	if (!s || !*s)
+		return -1;
 	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
 		base = 16;
 		s += 2;
-	}
-	if (!*s || strlen(s) > 6)
-		return -1;
-	for (const char *p = s; *p; p++) {
-		int d = *p >= '0' && *p <= '9' ? *p - '0' :
-			base == 16 && *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 :
-			base == 16 && *p >= 'A' && *p <= 'F' ? *p - 'A' + 10 : -1;
-		if (d < 0)
+		if (!*s)
 			return -1;
-		n = n * (long)base + d;
 	}
-	return n <= max ? n : -1;
+	for (; *s; s++) {
+		unsigned d;
+
+		if (*s >= '0' && *s <= '9')
+			d = (unsigned)(*s - '0');
+		else if (base == 16 && *s >= 'a' && *s <= 'f')
+			d = (unsigned)(*s - 'a' + 10);
+		else if (base == 16 && *s >= 'A' && *s <= 'F')
+			d = (unsigned)(*s - 'A' + 10);
+		else
+			return -1;
+		if (v > (UINT64_MAX - d) / base)
+			return -1;
+		v = v * base + d;
+	}
+	*out = v;
+	return 0;
+}
+
+/* A number 0..max, or -1. */
+static long number(const char *s, long max)
+{
+	uint64_t v;
+
+	return wl_parse_u64(s, &v) || v > (uint64_t)max ? -1 : (long)v;
 }
 
 static int parse_align(const char *s, wl_opt_align_t *v, const char **want)
