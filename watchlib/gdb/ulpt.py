@@ -6,14 +6,16 @@
 #   ulpt condition N [COND]
 #   commands [N] ... end       right after a ulpt watch, as after GDB's own watch
 #
-# How a hit stops (see watchlib/preload/gdb.c). ULPT backend: once the access has completed,
-# the agent puts the hits in the thread's stop record and sends the program on through its
-# stub ulpt_gdb_trap, every register the program's; TrapBreakpoint's stop() there reads the
+# How a hit stops (see watchlib/preload/gdb.c). Once the access has completed, the agent
+# puts the hits in the thread's stop record and sends the program on through its stub
+# ulpt_gdb_trap, every register the program's; TrapBreakpoint's stop() there reads the
 # record, moves the PC to the program's next instruction and decides: one stop per hit, in
 # the program's own frame, as after a hardware watchpoint, and GDB never steps over the
-# breakpoint (the PC has left it). mprotect backend: the agent calls ulpt_gdb_stop(hit), and
-# StopBreakpoint's stop() puts a thread-specific ResumeBreakpoint at the program's next
-# instruction, where the program stops once the agent's handler returns. Either way bt, up,
+# breakpoint (the PC has left it). On the mprotect backend, a single step of GDB's that ran
+# into an access without a hit (and a hit without an after-call) goes through
+# ulpt_gdb_stop: StopBreakpoint's stop() puts a thread-specific ResumeBreakpoint at the
+# program's next instruction, where the program stops once the agent's handler returns.
+# Either way bt, up,
 # step, next and finish work as usual, the agent's frames are never the top of the stack,
 # and conditions are evaluated in the frame of the code that accessed the memory.
 #
@@ -420,7 +422,7 @@ def breakpoint_at(pc):
 def ensure_stop_bp():
     """The breakpoints where the agent's hits stop, for its backend: the fewer, the cheaper
     each stop (GDB takes every breakpoint out at a stop and puts it back to go on)."""
-    if S.backend == 1 and (S.trap_bp is None or not S.trap_bp.is_valid()):
+    if S.backend and (S.trap_bp is None or not S.trap_bp.is_valid()):
         S.trap_bp = TrapBreakpoint()
     if S.mprotect and (S.stop_bp is None or not S.stop_bp.is_valid()):
         S.stop_bp = StopBreakpoint()
@@ -446,7 +448,7 @@ REC = struct.Struct("<QQII16i")
 
 
 class TrapBreakpoint(gdb.Breakpoint):
-    """ULPT backend: ulpt_gdb_trap, the agent's stub that a hit's after-call sends the program
+    """ulpt_gdb_trap, the agent's stub that a hit's after-call sends the program
     through, every register the program's (gdb.c). stop() moves the PC to the program's next
     instruction, where the stop is, as a hardware watchpoint's: GDB never steps over this
     breakpoint, since the PC has left it."""
@@ -460,7 +462,12 @@ class TrapBreakpoint(gdb.Breakpoint):
             fs = int(gdb.newest_frame().read_register("fs_base"))
             rec = REC.unpack(bytes(gdb.selected_inferior().read_memory(fs + S.tpoff,
                                                                        REC.size)))
-            resume, ip, n, stepping = rec[0], rec[1], min(rec[2], 8), rec[3] != 0
+            resume, ip, n = rec[0], rec[1], min(rec[2], 8)
+            # GDB_STEPPED: its single step covered the access; GDB_STEP_END (mprotect): GDB
+            # waits at the access for the signal handler's return, and its step ends here,
+            # as StopBreakpoint.step_end decides.
+            stepping = rec[3] & 1 != 0
+            step_end = rec[3] & 2 != 0 and not breakpoint_at(ip)
             set_pc(resume)
         except (gdb.error, gdb.MemoryError, TypeError):
             return False        # the stub's own code goes on to the program
@@ -481,11 +488,11 @@ class TrapBreakpoint(gdb.Breakpoint):
             p.hits.extend(hits)
             return False
         reports = take_reports(hits)
-        if not reports and not stepping:
+        if not reports and not stepping and not step_end:
             return False
         set_commands(self, reports)
         S.last_reports = reports
-        S.step_from = 0
+        S.step_from = ip if step_end else 0
         return True
 
 

@@ -8,19 +8,19 @@
  *   ULPT_PERMIT_STEP), is a stop for GDB, unless the agent can tell that GDB would not stop
  *   for it: a write that left a `watch' watchpoint's value as it was, an access by another
  *   thread than the watchpoint's.
- * - ULPT backend: one stop per hit, as a hardware watchpoint's. The hits go into the thread's
- *   stop record (gdb_rec, at ulpt_gdb_rec_tpoff from its thread pointer) and the after-call sends the program on through
- *   ulpt_gdb_trap instead of straight to its next instruction: a stub that runs with every
- *   register the program's and jumps to that instruction (the record's resume). The
- *   extension keeps a breakpoint on the stub's first instruction; its stop() reads the
- *   record, sets the PC to the program's next instruction, and decides (conditions, in the
- *   program's frame). So the stop is at the program's next instruction, and since the PC
- *   has moved off the breakpoint GDB never steps over it. Without a debugger the stub's
- *   first instruction is a nop: the detour costs a few instructions per hit, and a debugger
- *   that has gone (its breakpoints taken out) leaves nothing that traps.
- * - mprotect backend: the after-call runs in a signal handler, whose return cannot be sent
- *   elsewhere; a hit calls ulpt_gdb_stop, where the extension's breakpoint puts a second one
- *   at the program's next instruction (two stops).
+ * - One stop per hit, as a hardware watchpoint's, on both backends. The hits go into the
+ *   thread's stop record (gdb_rec, at ulpt_gdb_rec_tpoff from its thread pointer) and the
+ *   after-call sends the program on through ulpt_gdb_trap instead of straight to its next
+ *   instruction (next_ip: libulpt honours it on both backends, on mprotect as the signal
+ *   handler's return): a stub that runs with every register the program's and jumps to that
+ *   instruction (the record's resume). The extension keeps a breakpoint on the stub's first
+ *   instruction; its stop() reads the record, sets the PC to the program's next instruction,
+ *   and decides (conditions, in the program's frame). So the stop is at the program's next
+ *   instruction, and since the PC has moved off the breakpoint GDB never steps over it.
+ *   Without a debugger the stub's first instruction is a nop: the detour costs a few
+ *   instructions per hit, and a debugger that has gone (its breakpoints taken out) leaves
+ *   nothing that traps. A hit with no after-call (none is known) calls ulpt_gdb_stop, where
+ *   the extension's breakpoint puts a second one at the program's next instruction.
  * - GDB single-steps with TF. When its step covers an instruction that hits a watchpoint, the
  *   handler and the after-call run inside that step (libulpt keeps TF for the program's next
  *   instruction), and a breakpoint trap in the after-call would end the step in the agent's
@@ -66,12 +66,15 @@ struct gdb_rec {
 	uint64_t resume;            /* the program's next instruction (first: the stub's jump) */
 	uint64_t ip;                /* the instruction that hit */
 	uint32_t n;                 /* hits below */
-	uint32_t stepping;          /* GDB's single step covered the access (see the top) */
+	uint32_t stepping;          /* GDB_STEPPED, GDB_STEP_END (see the top) */
 	struct { int32_t id; uint32_t kind; } hits[GDB_REC_HITS];
 };
 __thread struct gdb_rec gdb_rec __attribute__((tls_model("initial-exec"), visibility("hidden")));
 GDB_API long ulpt_gdb_rec_tpoff;        /* &gdb_rec - the thread pointer, the same in each */
 #define AFTER_STOP 2            /* gdb_after.stepping: this after-call stops at the stub */
+#define GDB_STEPPED 1           /* gdb_rec.stepping: GDB's single step covered the access */
+#define GDB_STEP_END 2          /* mprotect: GDB waits at the access (its int3 there) for the
+				 * handler to return: the step ends at the stub's resume */
 
 /* Goes on at the record's resume with every register as it was (the program's): past the
  * red zone, the target on the stack, RAX back, and a return that drops both. No flag
@@ -129,7 +132,7 @@ static void gdb_hit(const struct wl_hit *h, void *arg)
 		f->rflags &= ~RFLAGS_TF;
 		gdb_after.stepping |= 1;
 	}
-	if (f && f->after && ulpt_backend() == ULPT_BACKEND_ULPT) {
+	if (f && f->after) {
 		struct gdb_rec *r = &gdb_rec;
 
 		if (!(gdb_after.stepping & AFTER_STOP)) {
@@ -139,7 +142,7 @@ static void gdb_hit(const struct wl_hit *h, void *arg)
 			r->n = 0;
 			f->next_ip = (uintptr_t)ulpt_gdb_trap;
 		}
-		r->stepping = gdb_after.stepping & 1;
+		r->stepping = gdb_after.stepping & 1 ? GDB_STEPPED : 0;
 		if (r->n < GDB_REC_HITS)
 			r->hits[r->n++] = (__typeof__(r->hits[0])){ h->id, h->kind };
 		return;
@@ -160,11 +163,16 @@ int gdb_step_fault(const struct ulpt_fault *f)
 }
 
 /* The after-call of such a fault, once its hits are made: if none of them ended the step,
- * the extension ends it (or not: see the top). */
+ * the extension ends it (or not: see the top); at the stub if a hit sends the program
+ * there, whose stop the extension may not report (a condition). */
 void gdb_step_end(struct ulpt_fault *f)
 {
 	if (!gdb_step_fault(f) || (gdb_after.stepping & 1))
 		return;
+	if (gdb_after.stepping & AFTER_STOP) {
+		gdb_rec.stepping |= GDB_STEP_END;
+		return;
+	}
 	ulpt_gdb_stop(NULL, 1, f->next_ip, f->ip);
 }
 
