@@ -21,11 +21,8 @@ prog=$top/build/watchlib/test/progs/gdbwatch
 src=$top/watchlib/test/gdb
 d=$top/build/watchlib/test/gdb-suite
 rm -rf "$d" && mkdir -p "$d/guest" "$d/host" || exit 1
-i=0 fails=0
-ok() {
-  i=$((i + 1))
-  if [ "$1" = 0 ]; then echo "ok $i - $2"; else echo "not ok $i - $2"; fails=$((fails + 1)); fi
-}
+. "$top/tests/lib/tap-checks.sh"
+tap_checks_begin
 for f in "$gdbx" "$prog"; do
   [ -x "$f" ] || { echo "1..1"; echo "not ok 1 - $f not built"; exit 1; }
 done
@@ -90,24 +87,22 @@ for where in guest host; do
   for c in $CASES attach attach-noagent; do
     desc="$where ($backend): $c: $(sed -n '1s/^# //p' "$src/$c.gdb")"
     if [ $c = mixed ] && [ -n "$nohw" ]; then
-      i=$((i + 1)); echo "ok $i - $desc # SKIP GDB's hardware watchpoint never stopped here"
+      tap_skip "$desc: GDB's hardware watchpoint never stopped here"
     elif [ -f "$d/$where/$c.out" ] && diff -u "$src/$c.exp" <(masked $where "$c") > "$d/$where/$c.diff"; then
-      ok 0 "$desc"
+      tap_check 0 "$desc"
     else
-      ok 1 "$desc"
-      sed 's/^/# /' "$d/$where/$c.diff" 2>/dev/null | head -40
+      tap_check 1 "$desc" "$(head -40 "$d/$where/$c.diff" 2>/dev/null)"
     fi
   done
   desc="$where ($backend): hwexact: ulpt watch's stops (hits, values, lines) are GDB's hardware watchpoint's"
   if [ -n "$nohw" ]; then
     # Some virtual machines take the debug registers' values and never trap.
-    i=$((i + 1)); echo "ok $i - $desc # SKIP GDB's hardware watchpoint never stopped here"
+    tap_skip "$desc: GDB's hardware watchpoint never stopped here"
   elif [ -s "$hw" ] && grep -q '^Hardware watchpoint' "$hw" &&
      diff -u <(norm "$hw") <(norm "$d/$where/hwexact-ulpt.out") > "$d/$where/hwexact.diff"; then
-    ok 0 "$desc"
+    tap_check 0 "$desc"
   else
-    ok 1 "$desc"
-    sed 's/^/# /' "$d/$where/hwexact.diff" 2>/dev/null | head -40
+    tap_check 1 "$desc" "$(head -40 "$d/$where/hwexact.diff" 2>/dev/null)"
   fi
 done
-[ "$fails" = 0 ]
+[ "$tap_fails" = 0 ]
