@@ -186,6 +186,7 @@ enum count_to {
 int heap_count_init(void) WL_HIDDEN;
 int heap_count_start(void) WL_HIDDEN;
 void heap_count_take(uint32_t id, enum count_to to) WL_HIDDEN;
+void heap_count_false(uint32_t first, uint32_t n) WL_HIDDEN;   /* lines of no block's */
 void heap_count_finish(void) WL_HIDDEN;
 /* signals.c: the agent's stand-in for the fatal signals' SIG_DFL (--check). */
 void signals_init(void) WL_HIDDEN;

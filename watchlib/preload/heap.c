@@ -76,7 +76,7 @@ static struct {
 	uint32_t free_slots[SMALL_SLOTS + 1];       /* block ids, by slot lines; [SMALL_SLOTS]: larger */
 	uint32_t q_head, q_tail;        /* quarantine */
 	uint64_t q_bytes;
-	uint8_t *shadow;                /* per arena line: its denied rights */
+	uint64_t *words;                /* per arena page: its line word as last stored */
 	int page_units;                 /* mprotect --check: slots of whole pages */
 	int degraded;                   /* mprotect failed: new blocks come from glibc */
 	uint32_t max_page_blocks;       /* mprotect: block slots the mapping limit allows */
@@ -155,9 +155,10 @@ int heap_init(void)
 	ag.arena = wl_mem_reserve(ARENA_BYTES);
 	ag.owner = wl_mem_reserve((ARENA_BYTES >> LINE_SHIFT) * sizeof(uint32_t));
 	ag.blocks = wl_mem_reserve((size_t)MAX_BLOCKS * sizeof(struct blk));
-	h.shadow = wl_mem_reserve(ARENA_BYTES >> LINE_SHIFT);
-	if (!ag.arena || !ag.owner || !ag.blocks || !h.shadow) {
-		agent_no_space("the heap", ARENA_BYTES + (ARENA_BYTES >> LINE_SHIFT) * 5 +
+	h.words = wl_mem_reserve((ARENA_BYTES >> 12) * sizeof(uint64_t));
+	if (!ag.arena || !ag.owner || !ag.blocks || !h.words) {
+		agent_no_space("the heap", ARENA_BYTES + (ARENA_BYTES >> LINE_SHIFT) * 4 +
+			       (ARENA_BYTES >> 12) * sizeof(uint64_t) +
 			       (size_t)MAX_BLOCKS * sizeof(struct blk));
 		ag.heap = HEAP_OFF;
 		ag.arena = NULL;
@@ -203,42 +204,46 @@ static void degrade(void)
 	h.degraded = 1;
 }
 
-static void shadow_fill(uint32_t first, uint32_t n, unsigned deny)
+/* The lines [a, b) that fall in the page of lines [pl, pl + 32), as a line word's mask. */
+static inline __attribute__((always_inline)) uint64_t span_mask(uint32_t a, uint32_t b,
+								 uint32_t pl)
 {
-	for (uint32_t l = first; l < first + n; l++)
-		h.shadow[l] = (uint8_t)deny;
+	uint32_t s = a > pl ? a - pl : 0, e = b > pl ? b - pl : 0;
+
+	if (e > 32)
+		e = 32;
+	return e > s ? (~0ull >> (64 - 2 * (e - s))) << (2 * s) : 0;
 }
 
-/* Gives the pages that hold n arena lines from first their lines' rights from the shadow:
- * one store to the view per page (ULPT), or an mprotect when the page's rights change
- * (ulpt_page_lines). */
-static void publish(uint32_t first, uint32_t n)
+/*
+ * Lines [first, first + n) get the rights base, and those of them in [lo, hi) the rights in:
+ * each page's line word is computed whole, from the page's word as last stored (h.words), and
+ * stored to the view (an mprotect on that backend) only when it changes: a slot reused by a
+ * block of the same layout costs no store. A page whose first denied line appears gets
+ * ULPT_DENY_LOG when the accesses are logged or counted (a load of its rights otherwise never
+ * repeated). Called with the lock held.
+ */
+static void set_slot(uint32_t first, uint32_t n, unsigned base, uint32_t lo, uint32_t hi,
+		     unsigned in)
 {
+	const uint64_t pb = base * 0x5555555555555555ull, pi = in * 0x5555555555555555ull;
 	uint32_t end = first + n;
 
 	for (uint32_t pl = first & ~31u; pl < end; pl += 32) {
-		char *page = ag.arena + ((uintptr_t)pl << LINE_SHIFT);
-		uint64_t word = 0;
+		uint64_t ms = span_mask(first, end, pl), mi = span_mask(lo, hi, pl) & ms;
+		uint64_t old = h.words[pl >> 5], w = (old & ~ms) | (pb & ms & ~mi) | (pi & mi);
+		char *page;
 
-		if (ag.heap_log || ag.heap_count) {
-			/* The page's denied accesses are logged or counted (once per page: a load
-			 * otherwise). */
+		if (w == old)
+			continue;
+		page = ag.arena + ((uintptr_t)pl << LINE_SHIFT);
+		if (!old && (ag.heap_log || ag.heap_count)) {
 			int pr = ulpt_page_rights(page);
 			if (pr >= 0 && !(pr & ULPT_DENY_LOG) && ulpt_page_deny(page, pr | ULPT_DENY_LOG) < 0)
 				degrade();
 		}
-
-		/* 32 bytes of 2-bit rights packed into the line word, 8 bytes at a time. */
-		for (unsigned i = 0; i < 4; i++) {
-			uint64_t x;
-			__builtin_memcpy(&x, &h.shadow[pl + 8 * i], 8);
-			x &= 0x0303030303030303ull;
-			x = (x | x >> 6) & 0x000f000f000f000full;
-			x = (x | x >> 12) & 0x000000ff000000ffull;
-			x = (x | x >> 24) & 0xffffull;
-			word |= x << (16 * i);
-		}
-		if (ulpt_page_lines(page, word) < 0)
+		h.words[pl >> 5] = w;
+		if (ulpt_page_lines(page, w) < 0)
 			degrade();
 	}
 }
@@ -246,8 +251,7 @@ static void publish(uint32_t first, uint32_t n)
 /* Sets the rights of n arena lines from first; called with the lock held. */
 void heap_set_lines(uint32_t first, uint32_t n, unsigned deny)
 {
-	shadow_fill(first, n, deny);
-	publish(first, n);
+	set_slot(first, n, deny, 0, 0, 0);
 }
 
 static uint32_t new_id(void)
@@ -262,28 +266,33 @@ static uint32_t new_id(void)
 	return h.nblocks < MAX_BLOCKS ? h.nblocks++ : 0;
 }
 
-/* A slot of `lines` lines (red zone included): a recycled one, or new arena. */
-static uint32_t take_slot(uint32_t lines, uint32_t *first)
+/*
+ * A slot of `lines` lines (red zone included) and its block id: a recycled slot keeps the id
+ * of the block that had it, so that owner[] of its lines is already right (slots are never
+ * split or merged); new arena gets a new id, and *fresh is set: its owner[] entries are to be
+ * written, and its bytes have never been written. 0: no id or no arena left.
+ */
+static uint32_t take_slot(uint32_t lines, uint32_t *first, int *fresh)
 {
 	unsigned k = lines < SMALL_SLOTS ? lines : SMALL_SLOTS;
-	uint32_t *pp = &h.free_slots[k];
+	uint32_t *pp = &h.free_slots[k], id;
 
-	for (uint32_t id = *pp; id; pp = &ag.blocks[id].next, id = *pp) {
+	for (id = *pp; id; pp = &ag.blocks[id].next, id = *pp) {
 		if (ag.blocks[id].lines == lines) {
 			*pp = ag.blocks[id].next;
 			*first = ag.blocks[id].first_line;
-			ag.blocks[id].next = h.free_ids;        /* its id is free again */
-			h.free_ids = id;
-			return lines;
+			*fresh = 0;
+			return id;
 		}
 		if (k < SMALL_SLOTS)
 			break;
 	}
-	if ((uint64_t)h.bump_line + lines > (ARENA_BYTES >> LINE_SHIFT))
+	if ((uint64_t)h.bump_line + lines > (ARENA_BYTES >> LINE_SHIFT) || !(id = new_id()))
 		return 0;
 	*first = h.bump_line;
 	h.bump_line += lines;
-	return lines;
+	*fresh = 1;
+	return id;
 }
 
 /* A freed block's slot gives back the pages wholly inside it (the addresses stay reserved):
@@ -328,29 +337,23 @@ static void protect_live(const struct blk *b)
 	uint32_t in_lo = (uint32_t)((b->user - base + LINE_BYTES - 1) >> LINE_SHIFT);
 	uint32_t in_hi = (uint32_t)((end - base) >> LINE_SHIFT);       /* lines [in_lo, in_hi) */
 
-	/* The whole slot's rights go into the shadow first, then to the pages once. */
+	/* The whole slot's rights at once, each page's word stored once. */
 	if (ag.heap == HEAP_WATCH) {
 		uint32_t lo = line_of(b->user), hi = line_of(end + LINE_BYTES - 1);
-		shadow_fill(b->first_line, b->lines, 0);
-		if (b->size)
-			shadow_fill(lo, hi - lo, ag.heap_kinds);
+		set_slot(b->first_line, b->lines, 0, lo, b->size ? hi : lo, ag.heap_kinds);
 	} else if (h.page_units) {
 		/* Every page that holds block bytes stays open; the red zone is whole pages. */
 		uint32_t lo = line_of(b->user) & ~31u, hi = (line_of(end + 4095) & ~31u);
-		shadow_fill(b->first_line, b->lines, ULPT_DENY_RW);
-		if (b->size)
-			shadow_fill(lo, hi - lo, 0);
+		set_slot(b->first_line, b->lines, ULPT_DENY_RW, lo, b->size ? hi : lo, 0);
 	} else {
 		if (!exact_lines()) {
 			/* The first line, slack and all; the last, with the alignment padding. */
 			in_lo = line_of(b->user);
 			in_hi = (uint32_t)((end - base + LINE_BYTES - 1) >> LINE_SHIFT);
 		}
-		shadow_fill(b->first_line, b->lines, ULPT_DENY_RW);
-		if (b->size && in_hi > in_lo)
-			shadow_fill(in_lo, in_hi - in_lo, 0);
+		set_slot(b->first_line, b->lines, ULPT_DENY_RW, in_lo,
+			 b->size && in_hi > in_lo ? in_hi : in_lo, 0);
 	}
-	publish(b->first_line, b->lines);
 }
 
 #define CANARY 0xcb
@@ -496,6 +499,7 @@ static void *refuse(const char *call, size_t n, size_t m)
 static void *heap_alloc(size_t size, size_t align, int zero, enum alloc_how how)
 {
 	uint32_t id, first, lines, rz, z = 1, tail = 0;
+	int fresh;
 	size_t need, a;
 	uintptr_t start, user, end;
 
@@ -537,12 +541,8 @@ static void *heap_alloc(size_t size, size_t align, int zero, enum alloc_how how)
 		in_agent--;
 		return __libc_memalign(align ? align : 16, size);
 	}
-	id = new_id();
-	if (!id || !take_slot(lines, &first)) {
-		if (id) {
-			ag.blocks[id].next = h.free_ids;
-			h.free_ids = id;
-		}
+	id = take_slot(lines, &first, &fresh);
+	if (!id) {
 		heap_unlock();
 		in_agent--;
 		return refuse(how == HOW_MALLOC ? "malloc" : "operator new", size, 0);   /* full */
@@ -561,14 +561,24 @@ static void *heap_alloc(size_t size, size_t align, int zero, enum alloc_how how)
 	struct blk *b = &ag.blocks[id];
 	*b = (struct blk){ .user = user, .size = size, .first_line = first, .lines = lines,
 			   .state = BLK_LIVE, .alloc_tid = agent_tid(), .how = (uint8_t)how };
-	for (uint32_t l = first; l < first + lines; l++)
-		__atomic_store_n(&ag.owner[l], id, __ATOMIC_RELEASE);
-	if (ag.heap_count)
-		heap_count_take(id, COUNT_FALSE);   /* since the slot was freed, or never used */
+	if (fresh) {
+		/* Plain stores (a loop the compiler may widen), made visible before the block's
+		 * address is: a thread looks a line up only once it has the block. */
+		for (uint32_t l = first; l < first + lines; l++)
+			ag.owner[l] = id;
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+		/* Of new arena only the lines on the page of earlier slots can have counts (on
+		 * mprotect a page with a denied line is watched whole): false faults. */
+		if (ag.heap_count && (first & 31))
+			heap_count_false(first, lines < 32 - (first & 31) ? lines : 32 - (first & 31));
+	} else if (ag.heap_count) {
+		heap_count_take(id, COUNT_FALSE);   /* since the slot was freed */
+	}
 	/* calloc's zeroes are written while every line is open, then the rights go on. On
 	 * mprotect the page stays denied for its other lines: the stores are logged or counted
-	 * there, and dropped as the agent's own. */
-	if (zero) {
+	 * there, and dropped as the agent's own. New arena is zero already (nothing wrote it
+	 * since it was mapped): no clearing. */
+	if (zero && !fresh) {
 		heap_set_lines(first, lines, 0);
 		heap_log_own(1);
 		memset((void *)user, 0, need);
@@ -577,7 +587,8 @@ static void *heap_alloc(size_t size, size_t align, int zero, enum alloc_how how)
 			heap_count_take(id, COUNT_OWN);
 	}
 	protect_live(b);
-	canary_fill(b);
+	if (ag.heap == HEAP_CHECK)
+		canary_fill(b);
 	ag.heap_allocs++;
 	heap_unlock();
 	in_agent--;
@@ -665,13 +676,15 @@ static void heap_free(void *p, const char *why, int how)
 		return;
 	}
 	size_t dn = 0;
-	uintptr_t damage = canary_damage(b, &dn);
+	uintptr_t damage = ag.heap == HEAP_CHECK ? canary_damage(b, &dn) : 0;
 	b->state = BLK_FREED;
 	b->free_tid = agent_tid();
 	if (ag.heap == HEAP_WATCH) {
+		/* The slot keeps its rights: the next block of its size usually has the same lines
+		 * watched (no store then, protect_live). The program's accesses to it meanwhile
+		 * are false faults with every delivery (taken at reuse and at exit). */
 		if (ag.heap_count)
 			heap_count_take(id, COUNT_BLOCK);
-		heap_set_lines(b->first_line, b->lines, 0);
 		if (b->lines >= 64)
 			drop_pages(b);      /* small ones are reused soon: keep their pages */
 		give_slot(id);
@@ -824,16 +837,22 @@ void *calloc(size_t n, size_t m)
  * after it, the copy's own, of both blocks (q may be glibc's once degraded). */
 static void count_own(uint32_t id, const void *q, int begin)
 {
-	uint32_t qid = block_at(q);
+	uint32_t qid;
+	/* Only the copy's reads touch the old block's counters: without reads watched they are
+	 * left to the free that follows. */
+	int reads = ag.heap_kinds & ULPT_DENY_R;
 
 	if (begin) {
-		heap_lock();
-		heap_count_take(id, COUNT_BLOCK);
-		heap_unlock();
+		if (reads) {
+			heap_lock();
+			heap_count_take(id, COUNT_BLOCK);
+			heap_unlock();
+		}
 		return;
 	}
-	heap_count_take(id, COUNT_OWN);
-	if (qid)
+	if (reads)
+		heap_count_take(id, COUNT_OWN);
+	if ((qid = block_at(q)))
 		heap_count_take(qid, COUNT_OWN);
 }
 
