@@ -167,7 +167,10 @@ $(WB)/ulpt-watch: $(wildcard watchlib/cli/*.c watchlib/cli/*.h watchlib/common/*
 # Programs the tests run under ulpt-watch (ordinary, dynamically linked), and tests of the C API.
 $(WB)/test/progs/%: watchlib/test/progs/%.c
 	@mkdir -p $(@D)
-	$(CC) -O1 -g -Wall -Wextra -Werror -fno-builtin -o $@ $< -lpthread -ldl $(PROG_LDFLAGS)
+	$(CC) $(PROG_CFLAGS) -g -Wall -Wextra -Werror -o $@ $< -lpthread -ldl $(PROG_LDFLAGS)
+PROG_CFLAGS = -O1 -fno-builtin
+# fortbugs is built as Debian builds its programs: its calls go to glibc's fortified entry points.
+$(WB)/test/progs/fortbugs: PROG_CFLAGS = -O2 -D_FORTIFY_SOURCE=2
 # ulpt-gdb's sessions on the mprotect backend: with lazy binding, the loader's writes of GOT
 # entries on the page of the watched globals open that page (one instruction, out of line)
 # while another thread may write a watched one: a hit missed, the limit of page protection

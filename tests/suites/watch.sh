@@ -25,6 +25,10 @@
 #              the multibyte converters, one wchar_t (a narrow buffer: one byte) outside; a
 #              converter's count from an unterminated source, its stop at an invalid
 #              character; all of them within blocks of every string length 0..99: no error
+#   fortbugs   the same for a program built with -O2 -D_FORTIFY_SOURCE=2, whose calls go to
+#              glibc's fortified entry points (__memcpy_chk ... __wcsnrtombs_chk): each one
+#              element outside its block, "in" the entry point, from main's line; a copy that
+#              glibc aborts is reported first; all of them within blocks of sizes 1..40: no error
 #   dlopens    --check on dlopen of libraries (the loader's unreplaceable string routines)
 #   clean      --check on a correct program doing tricky things: no error, status 0, output kept
 #   sigmalloc  --check on a program that allocates in a signal handler: no deadlock, no error
@@ -81,6 +85,9 @@ strcases=$(echo $strcases)
 # wcsbugs: the same for the wide functions and the multibyte converters (its source lists them).
 wcscases=$(sed -n 's/^\tCASE("\([a-z-]*\)".*/\1/p' "$top/watchlib/test/progs/wcsbugs.c")
 wcscases=$(echo $wcscases)
+# fortbugs: glibc's fortified entry points (its source lists them).
+fortcases=$(sed -n 's/^\tCASE("\([a-z-]*\)".*/\1/p' "$top/watchlib/test/progs/fortbugs.c")
+fortcases=$(echo $fortcases)
 
 # mismatch: a release by the wrong family (malloc/new/new[] against free/delete/delete[]).
 mmcases="malloc-delete malloc-delete-array new-free new-delete-array new-array-delete new-array-free"
@@ -131,6 +138,9 @@ for c in $strcases clean; do
 done
 for c in $wcscases clean; do
   r wcsbugs-\$c --check -- '$progs/wcsbugs' \$c
+done
+for c in $fortcases clean; do
+  r fortbugs-\$c --check -- '$progs/fortbugs' \$c
 done
 r check-pad-underflow-free --check -- '$progs/heapbugs' pad-underflow-free
 r check-overflow-odd-write-a1 --check --align=1 -- '$progs/heapbugs' overflow-odd-write
@@ -210,6 +220,7 @@ if [ "\$2" = guest ]; then
   r clean-precise --check --precise -- '$progs/clean'
   r strbugs-clean-precise --check --precise -- '$progs/strbugs' clean
   r wcsbugs-clean-precise --check --precise -- '$progs/wcsbugs' clean
+  r fortbugs-clean-precise --check --precise -- '$progs/fortbugs' clean
   r dlopens-precise --check --precise -- '$progs/dlopens' $dllibs
   bare bare-precise check=1:precise=1 '$progs/heapbugs' underflow-read
   bare bare-redzone check=1:redzone=exact '$progs/heapbugs' underflow-read

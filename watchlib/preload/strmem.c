@@ -97,13 +97,16 @@ static size_t cmp_span(const char *a, const char *b, size_t n)
 	return i < n ? i + 1 : n;
 }
 
-void *memcpy(void *d, const void *s, size_t n)
+BOTH void *memcpy_at(void *d, const void *s, size_t n, size_t room, const char *fn,
+		    uintptr_t ip)
 {
 	if (checking()) {
-		check(s, n, WL_READ, "memcpy", CALLER);
-		check(d, n, WL_WRITE, "memcpy", CALLER);
+		check(s, n, WL_READ, fn, ip);
+		check(d, n, WL_WRITE, fn, ip);
+		fortify(n, room);
 		return AS_AGENT(real_memcpy(d, s, n));
 	}
+	fortify(n, room);
 	if (real_memcpy)
 		return real_memcpy(d, s, n);
 	for (size_t i = 0; i < n; i++)
@@ -111,13 +114,26 @@ void *memcpy(void *d, const void *s, size_t n)
 	return d;
 }
 
-void *memmove(void *d, const void *s, size_t n)
+void *memcpy(void *d, const void *s, size_t n)
+{
+	return memcpy_at(d, s, n, ANY, "memcpy", CALLER);
+}
+
+void *__memcpy_chk(void *d, const void *s, size_t n, size_t room)
+{
+	return memcpy_at(d, s, n, room, "__memcpy_chk", CALLER);
+}
+
+BOTH void *memmove_at(void *d, const void *s, size_t n, size_t room, const char *fn,
+		     uintptr_t ip)
 {
 	if (checking()) {
-		check(s, n, WL_READ, "memmove", CALLER);
-		check(d, n, WL_WRITE, "memmove", CALLER);
+		check(s, n, WL_READ, fn, ip);
+		check(d, n, WL_WRITE, fn, ip);
+		fortify(n, room);
 		return AS_AGENT(real_memmove(d, s, n));
 	}
+	fortify(n, room);
 	if (real_memmove)
 		return real_memmove(d, s, n);
 	if (d < s)
@@ -129,17 +145,39 @@ void *memmove(void *d, const void *s, size_t n)
 	return d;
 }
 
-void *memset(void *d, int c, size_t n)
+void *memmove(void *d, const void *s, size_t n)
+{
+	return memmove_at(d, s, n, ANY, "memmove", CALLER);
+}
+
+void *__memmove_chk(void *d, const void *s, size_t n, size_t room)
+{
+	return memmove_at(d, s, n, room, "__memmove_chk", CALLER);
+}
+
+BOTH void *memset_at(void *d, int c, size_t n, size_t room, const char *fn, uintptr_t ip)
 {
 	if (checking()) {
-		check(d, n, WL_WRITE, "memset", CALLER);
+		check(d, n, WL_WRITE, fn, ip);
+		fortify(n, room);
 		return AS_AGENT(real_memset(d, c, n));
 	}
+	fortify(n, room);
 	if (real_memset)
 		return real_memset(d, c, n);
 	for (size_t i = 0; i < n; i++)
 		((char *)d)[i] = (char)c;
 	return d;
+}
+
+void *memset(void *d, int c, size_t n)
+{
+	return memset_at(d, c, n, ANY, "memset", CALLER);
+}
+
+void *__memset_chk(void *d, int c, size_t n, size_t room)
+{
+	return memset_at(d, c, n, room, "__memset_chk", CALLER);
 }
 
 int memcmp(const void *a, const void *b, size_t n)
@@ -191,28 +229,41 @@ size_t strnlen(const char *s, size_t max)
 	return n;
 }
 
-char *strcpy(char *d, const char *s)
+BOTH char *strcpy_at(char *d, const char *s, size_t room, const char *fn, uintptr_t ip)
 {
 	size_t n = len_of(s) + 1;
 
 	if (checking()) {
-		check(s, n, WL_READ, "strcpy", CALLER);
-		check(d, n, WL_WRITE, "strcpy", CALLER);
+		check(s, n, WL_READ, fn, ip);
+		check(d, n, WL_WRITE, fn, ip);
 	}
+	fortify(n, room);
 	in_agent++;
 	memcpy(d, s, n);
 	in_agent--;
 	return d;
 }
 
-char *strncpy(char *d, const char *s, size_t n)
+char *strcpy(char *d, const char *s)
+{
+	return strcpy_at(d, s, ANY, "strcpy", CALLER);
+}
+
+char *__strcpy_chk(char *d, const char *s, size_t room)
+{
+	return strcpy_at(d, s, room, "__strcpy_chk", CALLER);
+}
+
+BOTH char *strncpy_at(char *d, const char *s, size_t n, size_t room, const char *fn,
+		     uintptr_t ip)
 {
 	size_t l = nlen_of(s, n);
 
 	if (checking()) {
-		check(s, nread(l, n), WL_READ, "strncpy", CALLER);
-		check(d, n, WL_WRITE, "strncpy", CALLER);     /* the zeroes after the string too */
+		check(s, nread(l, n), WL_READ, fn, ip);
+		check(d, n, WL_WRITE, fn, ip);     /* the zeroes after the string too */
 	}
+	fortify(n, room);
 	in_agent++;
 	memcpy(d, s, l);
 	memset(d + l, 0, n - l);
@@ -220,35 +271,60 @@ char *strncpy(char *d, const char *s, size_t n)
 	return d;
 }
 
-char *strcat(char *d, const char *s)
+char *strncpy(char *d, const char *s, size_t n)
 {
-	size_t dl = len_of(d), sl = len_of(s);
-
-	if (checking()) {
-		check(d, dl + 1, WL_READ, "strcat", CALLER);
-		check(s, sl + 1, WL_READ, "strcat", CALLER);
-		check(d + dl, sl + 1, WL_WRITE, "strcat", CALLER);
-	}
-	in_agent++;
-	memcpy(d + dl, s, sl + 1);
-	in_agent--;
-	return d;
+	return strncpy_at(d, s, n, ANY, "strncpy", CALLER);
 }
 
-char *strncat(char *d, const char *s, size_t n)
+char *__strncpy_chk(char *d, const char *s, size_t n, size_t room)
 {
-	size_t dl = len_of(d), sl = nlen_of(s, n);
+	return strncpy_at(d, s, n, room, "__strncpy_chk", CALLER);
+}
 
+/* strcat and strncat: d's string (dl long) read, sl bytes of s and a terminator appended to
+ * it, sread bytes of s read. */
+static char *cat(char *d, size_t dl, const char *s, size_t sl, size_t sread, size_t room,
+		 const char *fn, uintptr_t ip)
+{
 	if (checking()) {
-		check(d, dl + 1, WL_READ, "strncat", CALLER);
-		check(s, nread(sl, n), WL_READ, "strncat", CALLER);
-		check(d + dl, sl + 1, WL_WRITE, "strncat", CALLER);
+		check(d, dl + 1, WL_READ, fn, ip);
+		check(s, sread, WL_READ, fn, ip);
+		check(d + dl, sl + 1, WL_WRITE, fn, ip);
 	}
+	fortify(dl + sl + 1, room);
 	in_agent++;
 	memcpy(d + dl, s, sl);
 	d[dl + sl] = 0;
 	in_agent--;
 	return d;
+}
+
+char *strcat(char *d, const char *s)
+{
+	size_t sl = len_of(s);
+
+	return cat(d, len_of(d), s, sl, sl + 1, ANY, "strcat", CALLER);
+}
+
+char *__strcat_chk(char *d, const char *s, size_t room)
+{
+	size_t sl = len_of(s);
+
+	return cat(d, len_of(d), s, sl, sl + 1, room, "__strcat_chk", CALLER);
+}
+
+char *strncat(char *d, const char *s, size_t n)
+{
+	size_t sl = nlen_of(s, n);
+
+	return cat(d, len_of(d), s, sl, nread(sl, n), ANY, "strncat", CALLER);
+}
+
+char *__strncat_chk(char *d, const char *s, size_t n, size_t room)
+{
+	size_t sl = nlen_of(s, n);
+
+	return cat(d, len_of(d), s, sl, nread(sl, n), room, "__strncat_chk", CALLER);
 }
 
 int strcmp(const char *a, const char *b)
@@ -359,14 +435,27 @@ extern ssize_t __write(int, const void *, size_t);
 extern size_t _IO_fread(void *, size_t, size_t, FILE *);
 extern size_t _IO_fwrite(const void *, size_t, size_t, FILE *);
 extern char *_IO_fgets(char *, int, FILE *);
-extern int __vsnprintf(char *, size_t, const char *, va_list);
+extern int __vsnprintf_chk(char *, size_t, int, size_t, const char *, va_list);
+
+BOTH ssize_t read_at(int fd, void *buf, size_t n, size_t room, const char *fn, uintptr_t ip)
+{
+	if (!checking()) {
+		fortify(n, room);
+		return __read(fd, buf, n);
+	}
+	check(buf, n, WL_WRITE, fn, ip);
+	fortify(n, room);
+	return AS_AGENT(__read(fd, buf, n));
+}
 
 ssize_t read(int fd, void *buf, size_t n)
 {
-	if (!checking())
-		return __read(fd, buf, n);
-	check(buf, n, WL_WRITE, "read", CALLER);
-	return AS_AGENT(__read(fd, buf, n));
+	return read_at(fd, buf, n, ANY, "read", CALLER);
+}
+
+ssize_t __read_chk(int fd, void *buf, size_t n, size_t room)
+{
+	return read_at(fd, buf, n, room, "__read_chk", CALLER);
 }
 
 ssize_t write(int fd, const void *buf, size_t n)
@@ -377,12 +466,29 @@ ssize_t write(int fd, const void *buf, size_t n)
 	return AS_AGENT(__write(fd, buf, n));
 }
 
+BOTH size_t fread_at(void *p, size_t room, size_t size, size_t n, FILE *f, const char *fn,
+		    uintptr_t ip)
+{
+	if (!checking()) {
+		fortify(size * n, room);
+		return _IO_fread(p, size, n, f);
+	}
+	check(p, size * n, WL_WRITE, fn, ip);
+	fortify(size * n, room);
+	return AS_AGENT(_IO_fread(p, size, n, f));
+}
+
 size_t fread(void *p, size_t size, size_t n, FILE *f)
 {
-	if (!checking())
-		return _IO_fread(p, size, n, f);
-	check(p, size * n, WL_WRITE, "fread", CALLER);
-	return AS_AGENT(_IO_fread(p, size, n, f));
+	return fread_at(p, ANY, size, n, f, "fread", CALLER);
+}
+
+/* glibc's also aborts when size * n overflows. */
+size_t __fread_chk(void *p, size_t room, size_t size, size_t n, FILE *f)
+{
+	if (size && size * n / size != n)
+		__chk_fail();
+	return fread_at(p, room, size, n, f, "__fread_chk", CALLER);
 }
 
 size_t fwrite(const void *p, size_t size, size_t n, FILE *f)
@@ -393,13 +499,42 @@ size_t fwrite(const void *p, size_t size, size_t n, FILE *f)
 	return AS_AGENT(_IO_fwrite(p, size, n, f));
 }
 
+/* glibc's __fgets_chk takes size as the int it is: a negative one is a huge size_t too. */
+BOTH char *fgets_at(char *s, int size, size_t room, FILE *f, const char *fn, uintptr_t ip)
+{
+	if (!checking()) {
+		fortify((size_t)size, room);
+		return _IO_fgets(s, size, f);
+	}
+	if (size > 0)
+		check(s, (size_t)size, WL_WRITE, fn, ip);
+	fortify((size_t)size, room);
+	return AS_AGENT(_IO_fgets(s, size, f));
+}
+
 char *fgets(char *s, int size, FILE *f)
 {
-	if (!checking())
-		return _IO_fgets(s, size, f);
-	if (size > 0)
-		check(s, (size_t)size, WL_WRITE, "fgets", CALLER);
-	return AS_AGENT(_IO_fgets(s, size, f));
+	return fgets_at(s, size, ANY, f, "fgets", CALLER);
+}
+
+char *__fgets_chk(char *s, size_t room, int size, FILE *f)
+{
+	return fgets_at(s, size, room, f, "__fgets_chk", CALLER);
+}
+
+/* snprintf's buffer; then glibc's own __vsnprintf_chk, flag and all (flag > 0: %n only in
+ * a read-only format), which aborts if room < n. flag 0 and room ANY are plain vsnprintf. */
+static int print(char *buf, size_t n, int flag, size_t room, const char *fmt, va_list ap,
+		 const char *fn, uintptr_t ip)
+{
+	int r;
+
+	if (checking() && n)
+		check(buf, n, WL_WRITE, fn, ip);
+	in_agent++;
+	r = __vsnprintf_chk(buf, n, flag, room, fmt, ap);
+	in_agent--;
+	return r;
 }
 
 int snprintf(char *buf, size_t n, const char *fmt, ...)
@@ -407,12 +542,19 @@ int snprintf(char *buf, size_t n, const char *fmt, ...)
 	va_list ap;
 	int r;
 
-	if (checking() && n)
-		check(buf, n, WL_WRITE, "snprintf", CALLER);
 	va_start(ap, fmt);
-	in_agent++;
-	r = __vsnprintf(buf, n, fmt, ap);
-	in_agent--;
+	r = print(buf, n, 0, ANY, fmt, ap, "snprintf", CALLER);
+	va_end(ap);
+	return r;
+}
+
+int __snprintf_chk(char *buf, size_t n, int flag, size_t room, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = print(buf, n, flag, room, fmt, ap, "__snprintf_chk", CALLER);
 	va_end(ap);
 	return r;
 }

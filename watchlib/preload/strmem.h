@@ -29,6 +29,27 @@ void strmem_check(uintptr_t s, size_t n, unsigned access, const char *fn, uintpt
 /* Runs the real function as the agent's own access (see strmem.c's top). */
 #define AS_AGENT(expr) ({ in_agent++; __typeof__(expr) r_ = (expr); in_agent--; r_; })
 
+/*
+ * _FORTIFY_SOURCE's entry points (__memcpy_chk, ...; what Debian's programs call) are the
+ * plain function's checks, reported under the entry point's name, then glibc's own test:
+ * glibc aborts (__chk_fail) when the call needs more room than the compiler knows the
+ * destination has. The plain functions pass room ANY.
+ */
+#define ANY ((size_t)-1)
+extern void __chk_fail(void) __attribute__((noreturn));
+static inline void fortify(size_t need, size_t room)
+{
+	if (room < need)
+		__chk_fail();
+}
+/* A function that both pass through: inlined, so that CALLER stays the program's call. */
+#define BOTH static inline __attribute__((always_inline))
+/* A real function looked up at its first use if the agent has not started yet. */
+#define REAL_NOW(name) ({ \
+	if (!real_##name) \
+		GET(name); \
+	real_##name; })
+
 /* The elements a bounded scan reads: the string (len long) and its terminator, max at most. */
 static inline size_t nread(size_t len, size_t max)
 {

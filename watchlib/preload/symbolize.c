@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <dwarf.h>
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -46,23 +47,29 @@ void symbolize_unlock(void)
  * per symbol and qsort's were two thirds of perl's leak check in the emulator (of 100 ms),
  * for frames that in most programs come from stripped system files.
  */
-#define FN(name) __typeof__(name) *name
+#define FN(name) __typeof__(name) *name;
 
 /* libelf's functions, from dlopen (the libelf.so.1 the agent was built against). */
+#define EL_FNS(X) \
+	X(elf_version) X(elf_begin) X(elf_end) X(elf_kind) X(elf64_getehdr) X(elf64_getphdr) \
+	X(elf_getphdrnum) X(elf_nextscn) X(elf_getscn) X(elf64_getshdr) X(elf_getshdrnum) \
+	X(elf_getshdrstrndx) X(elf_getdata) X(elf_strptr) X(gelf_getnote)
 static struct {
 	int state;                  /* 0: not tried, 1: loaded, -1: not there */
-	FN(elf_version); FN(elf_begin); FN(elf_end); FN(elf_kind); FN(elf64_getehdr);
-	FN(elf64_getphdr); FN(elf_getphdrnum); FN(elf_nextscn); FN(elf_getscn); FN(elf64_getshdr);
-	FN(elf_getshdrnum); FN(elf_getshdrstrndx); FN(elf_getdata); FN(elf_strptr); FN(gelf_getnote);
+	EL_FNS(FN)
 } el;
 
 /* libdw's, likewise (libdw.so.1). */
+#define DW_FNS(X) \
+	X(dwfl_begin) X(dwfl_report_begin_add) X(dwfl_report_module) X(dwfl_report_end) \
+	X(dwfl_module_addrname) X(dwfl_module_getsrc) X(dwfl_module_info) X(dwfl_lineinfo) \
+	X(dwfl_module_getsymtab) X(dwfl_module_getsym_info) X(dwfl_module_addrdie) \
+	X(dwarf_getscopes) X(dwarf_tag) X(dwarf_attr) X(dwarf_formudata) X(dwarf_getsrcfiles) \
+	X(dwarf_filesrc)
 static struct {
 	int state;
 	Dwfl_Callbacks cb;
-	FN(dwfl_begin); FN(dwfl_report_begin_add); FN(dwfl_report_module); FN(dwfl_report_end);
-	FN(dwfl_module_addrname); FN(dwfl_module_getsrc); FN(dwfl_module_info); FN(dwfl_lineinfo);
-	FN(dwfl_module_getsymtab); FN(dwfl_module_getsym_info);
+	DW_FNS(FN)
 } dw;
 #undef FN
 
@@ -76,7 +83,9 @@ static void *lib_open(const char *name, int *state)
 	return dlopen(name, RTLD_NOW | RTLD_LOCAL);
 }
 
-#define GET(lib, name) if (!(*(void **)&lib.name = dlsym(h, #name))) return 0
+#define GET(lib, name) if (!(*(void **)&lib.name = dlsym(h, #name))) return 0;
+#define GET_EL(name) GET(el, name)
+#define GET_DW(name) GET(dw, name)
 
 /* 1 once libelf is there; 0 while it cannot be loaded yet. */
 static int el_load(void)
@@ -87,10 +96,7 @@ static int el_load(void)
 		return el.state > 0;
 	if (!(h = lib_open("libelf.so.1", &el.state)))
 		return 0;
-	GET(el, elf_version); GET(el, elf_begin); GET(el, elf_end); GET(el, elf_kind);
-	GET(el, elf64_getehdr); GET(el, elf64_getphdr); GET(el, elf_getphdrnum);
-	GET(el, elf_nextscn); GET(el, elf_getscn); GET(el, elf64_getshdr); GET(el, elf_getshdrnum);
-	GET(el, elf_getshdrstrndx); GET(el, elf_getdata); GET(el, elf_strptr); GET(el, gelf_getnote);
+	EL_FNS(GET_EL)
 	el.elf_version(EV_CURRENT);
 	el.state = 1;
 	return 1;
@@ -105,10 +111,7 @@ static int dw_load(void)
 		return dw.state > 0;
 	if (!(h = lib_open("libdw.so.1", &dw.state)))
 		return 0;
-	GET(dw, dwfl_begin); GET(dw, dwfl_report_begin_add); GET(dw, dwfl_report_module);
-	GET(dw, dwfl_report_end); GET(dw, dwfl_module_addrname); GET(dw, dwfl_module_getsrc);
-	GET(dw, dwfl_module_info); GET(dw, dwfl_lineinfo); GET(dw, dwfl_module_getsymtab);
-	GET(dw, dwfl_module_getsym_info);
+	DW_FNS(GET_DW)
 	/* Separate debug files by build id, in the local debug directories only: the standard
 	 * finder also asks debuginfod for a module it cannot find (perl, most programs), which
 	 * loads libcurl and a TLS library whose start waits for the kernel's entropy (most of a
@@ -120,6 +123,8 @@ static int dw_load(void)
 	return 1;
 }
 #undef GET
+#undef GET_EL
+#undef GET_DW
 
 /*
  * A module's symbols sorted by address, read at its first lookup: libdw's
@@ -631,6 +636,37 @@ static const char *addr_name(const struct mod *m, uintptr_t q)
 	return sizeless ? sizeless->name : NULL;
 }
 
+/*
+ * Where q, in code inlined into its function, is in that function: the call site of the
+ * outermost inlined call (a _FORTIFY_SOURCE program's memcpy is an inline wrapper of
+ * __memcpy_chk: its line is a header's, its call site the program's). 0, or -1 when q is
+ * in no inlined code.
+ */
+static int call_site(Dwfl_Module *dm, Dwarf_Addr q, char *loc, size_t loclen)
+{
+	Dwarf_Addr bias;
+	Dwarf_Die *cu = dw.dwfl_module_addrdie(dm, q, &bias), *scopes = NULL, *at = NULL;
+	Dwarf_Attribute a;
+	Dwarf_Word file, line;
+	Dwarf_Files *files;
+	size_t nfiles;
+	const char *name = NULL;
+	int n = cu ? dw.dwarf_getscopes(cu, q - bias, &scopes) : -1;
+
+	/* Innermost first: the inlined calls up to the function that holds them. */
+	for (int i = 0; i < n && dw.dwarf_tag(&scopes[i]) != DW_TAG_subprogram; i++)
+		if (dw.dwarf_tag(&scopes[i]) == DW_TAG_inlined_subroutine)
+			at = &scopes[i];
+	n = at && !dw.dwarf_formudata(dw.dwarf_attr(at, DW_AT_call_file, &a), &file) &&
+	    !dw.dwarf_formudata(dw.dwarf_attr(at, DW_AT_call_line, &a), &line) &&
+	    !dw.dwarf_getsrcfiles(cu, &files, &nfiles) &&
+	    (name = dw.dwarf_filesrc(files, file, NULL, NULL)) ? 0 : -1;
+	if (!n)
+		snprintf(loc, loclen, "%s:%d", name, (int)line);
+	free(scopes);
+	return n;
+}
+
 /* "function file:line" of pc (a return address if not the first frame), and the path of its
  * module in mod (when asked: "" if not known). */
 void symbolize(uintptr_t pc, int first, char *fn, size_t fnlen, char *loc, size_t loclen,
@@ -665,11 +701,11 @@ void symbolize(uintptr_t pc, int first, char *fn, size_t fnlen, char *loc, size_
 			snprintf(modpath, modlen, "%s", m->path);
 		if (name)
 			snprintf(fn, fnlen, "%s", name);
-		if (line) {
+		if (line && call_site(m->dwm, q, loc, loclen)) {
 			const char *file = dw.dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
 			if (file)
 				snprintf(loc, loclen, "%s:%d", file, lineno);
-		} else {
+		} else if (!line) {
 			/* A function without a name (a stripped program's static one) is told by
 			 * its offset in the module, as ASan prints it: a suppression can name it. */
 			if (name)

@@ -28,12 +28,20 @@ REAL(wcscmp, int, const wchar_t *, const wchar_t *);
 REAL(wcsncmp, int, const wchar_t *, const wchar_t *, size_t);
 REAL(wcschr, wchar_t *, const wchar_t *, wchar_t);
 REAL(wcsrchr, wchar_t *, const wchar_t *, wchar_t);
+/* glibc's fortified entry points, which the agent replaces too: with a room of ANY they are
+ * the plain functions, and reach the conversion with the program's arguments. */
+REAL(__vswprintf_chk, int, wchar_t *, size_t, int, size_t, const wchar_t *, va_list);
+REAL(__mbsrtowcs_chk, size_t, wchar_t *, const char **, size_t, mbstate_t *, size_t);
+REAL(__mbsnrtowcs_chk, size_t, wchar_t *, const char **, size_t, size_t, mbstate_t *, size_t);
+REAL(__wcsrtombs_chk, size_t, char *, const wchar_t **, size_t, mbstate_t *, size_t);
+REAL(__wcsnrtombs_chk, size_t, char *, const wchar_t **, size_t, size_t, mbstate_t *, size_t);
 
 /* From strmem_init, once the agent has started. */
 void wcsmem_init(void)
 {
 	GET(wmemset); GET(wmemcmp); GET(wmemchr); GET(wcslen); GET(wcsnlen); GET(wcscmp);
-	GET(wcsncmp); GET(wcschr); GET(wcsrchr);
+	GET(wcsncmp); GET(wcschr); GET(wcsrchr); GET(__vswprintf_chk); GET(__mbsrtowcs_chk);
+	GET(__mbsnrtowcs_chk); GET(__wcsrtombs_chk); GET(__wcsnrtombs_chk);
 }
 
 /* wcsnlen and wcslen as the agent's accesses (as strmem.c's len_of). */
@@ -95,39 +103,68 @@ static void copy(int chk, void *d, const void *s, size_t bytes)
 	in_agent -= chk;
 }
 
-wchar_t *wmemcpy(wchar_t *d, const wchar_t *s, size_t n)
+/* wmemcpy and wmemmove (move: may overlap). room: the destination's, in wchar_t. */
+BOTH wchar_t *wmemcpy_at(wchar_t *d, const wchar_t *s, size_t n, int move, size_t room,
+			const char *fn, uintptr_t ip)
 {
 	int chk = checking();
 
 	if (chk)
-		check_copy(d, s, n, "wmemcpy", CALLER);
-	copy(chk, d, s, n * W);
-	return d;
-}
-
-wchar_t *wmemmove(wchar_t *d, const wchar_t *s, size_t n)
-{
-	int chk = checking();
-
-	if (chk)
-		check_copy(d, s, n, "wmemmove", CALLER);
+		check_copy(d, s, n, fn, ip);
+	fortify(n, room);
 	in_agent += chk;
-	memmove(d, s, n * W);
+	if (move)
+		memmove(d, s, n * W);
+	else
+		memcpy(d, s, n * W);
 	in_agent -= chk;
 	return d;
 }
 
-wchar_t *wmemset(wchar_t *d, wchar_t c, size_t n)
+wchar_t *wmemcpy(wchar_t *d, const wchar_t *s, size_t n)
+{
+	return wmemcpy_at(d, s, n, 0, ANY, "wmemcpy", CALLER);
+}
+
+wchar_t *__wmemcpy_chk(wchar_t *d, const wchar_t *s, size_t n, size_t room)
+{
+	return wmemcpy_at(d, s, n, 0, room, "__wmemcpy_chk", CALLER);
+}
+
+wchar_t *wmemmove(wchar_t *d, const wchar_t *s, size_t n)
+{
+	return wmemcpy_at(d, s, n, 1, ANY, "wmemmove", CALLER);
+}
+
+wchar_t *__wmemmove_chk(wchar_t *d, const wchar_t *s, size_t n, size_t room)
+{
+	return wmemcpy_at(d, s, n, 1, room, "__wmemmove_chk", CALLER);
+}
+
+BOTH wchar_t *wmemset_at(wchar_t *d, wchar_t c, size_t n, size_t room, const char *fn,
+			uintptr_t ip)
 {
 	if (checking()) {
-		check(d, n * W, WL_WRITE, "wmemset", CALLER);
+		check(d, n * W, WL_WRITE, fn, ip);
+		fortify(n, room);
 		return AS_AGENT(real_wmemset(d, c, n));
 	}
+	fortify(n, room);
 	if (real_wmemset)
 		return real_wmemset(d, c, n);
 	for (size_t i = 0; i < n; i++)
 		d[i] = c;
 	return d;
+}
+
+wchar_t *wmemset(wchar_t *d, wchar_t c, size_t n)
+{
+	return wmemset_at(d, c, n, ANY, "wmemset", CALLER);
+}
+
+wchar_t *__wmemset_chk(wchar_t *d, wchar_t c, size_t n, size_t room)
+{
+	return wmemset_at(d, c, n, room, "__wmemset_chk", CALLER);
 }
 
 int wmemcmp(const wchar_t *a, const wchar_t *b, size_t n)
@@ -177,26 +214,39 @@ size_t wcsnlen(const wchar_t *s, size_t max)
 	return n;
 }
 
-wchar_t *wcscpy(wchar_t *d, const wchar_t *s)
+BOTH wchar_t *wcscpy_at(wchar_t *d, const wchar_t *s, size_t room, const char *fn, uintptr_t ip)
 {
 	size_t n = wlen_of(s) + 1;
 	int chk = checking();
 
 	if (chk)
-		check_copy(d, s, n, "wcscpy", CALLER);
+		check_copy(d, s, n, fn, ip);
+	fortify(n, room);
 	copy(chk, d, s, n * W);
 	return d;
 }
 
-wchar_t *wcsncpy(wchar_t *d, const wchar_t *s, size_t n)
+wchar_t *wcscpy(wchar_t *d, const wchar_t *s)
+{
+	return wcscpy_at(d, s, ANY, "wcscpy", CALLER);
+}
+
+wchar_t *__wcscpy_chk(wchar_t *d, const wchar_t *s, size_t room)
+{
+	return wcscpy_at(d, s, room, "__wcscpy_chk", CALLER);
+}
+
+BOTH wchar_t *wcsncpy_at(wchar_t *d, const wchar_t *s, size_t n, size_t room, const char *fn,
+			uintptr_t ip)
 {
 	size_t l = wnlen_of(s, n);
 	int chk = checking();
 
 	if (chk) {
-		check(s, nread(l, n) * W, WL_READ, "wcsncpy", CALLER);
-		check(d, n * W, WL_WRITE, "wcsncpy", CALLER);  /* the zeroes after the string too */
+		check(s, nread(l, n) * W, WL_READ, fn, ip);
+		check(d, n * W, WL_WRITE, fn, ip);     /* the zeroes after the string too */
 	}
+	fortify(n, room);
 	copy(chk, d, s, l * W);
 	in_agent += chk;
 	memset(d + l, 0, (n - l) * W);
@@ -204,10 +254,20 @@ wchar_t *wcsncpy(wchar_t *d, const wchar_t *s, size_t n)
 	return d;
 }
 
+wchar_t *wcsncpy(wchar_t *d, const wchar_t *s, size_t n)
+{
+	return wcsncpy_at(d, s, n, ANY, "wcsncpy", CALLER);
+}
+
+wchar_t *__wcsncpy_chk(wchar_t *d, const wchar_t *s, size_t n, size_t room)
+{
+	return wcsncpy_at(d, s, n, room, "__wcsncpy_chk", CALLER);
+}
+
 /* wcscat and wcsncat: d's string (dl long) read, sl wchar_t of s and a terminator appended
  * to it, sread wchar_t of s read. Then the append, terminator last. */
 static wchar_t *cat(wchar_t *d, size_t dl, const wchar_t *s, size_t sl, size_t sread,
-		    const char *fn, uintptr_t ip)
+		    size_t room, const char *fn, uintptr_t ip)
 {
 	int chk = checking();
 
@@ -216,6 +276,7 @@ static wchar_t *cat(wchar_t *d, size_t dl, const wchar_t *s, size_t sl, size_t s
 		check(s, sread * W, WL_READ, fn, ip);
 		check(d + dl, (sl + 1) * W, WL_WRITE, fn, ip);
 	}
+	fortify(dl + sl + 1, room);
 	copy(chk, d + dl, s, sl * W);
 	in_agent += chk;
 	d[dl + sl] = 0;
@@ -227,14 +288,28 @@ wchar_t *wcscat(wchar_t *d, const wchar_t *s)
 {
 	size_t sl = wlen_of(s);
 
-	return cat(d, wlen_of(d), s, sl, sl + 1, "wcscat", CALLER);
+	return cat(d, wlen_of(d), s, sl, sl + 1, ANY, "wcscat", CALLER);
+}
+
+wchar_t *__wcscat_chk(wchar_t *d, const wchar_t *s, size_t room)
+{
+	size_t sl = wlen_of(s);
+
+	return cat(d, wlen_of(d), s, sl, sl + 1, room, "__wcscat_chk", CALLER);
 }
 
 wchar_t *wcsncat(wchar_t *d, const wchar_t *s, size_t n)
 {
 	size_t sl = wnlen_of(s, n);
 
-	return cat(d, wlen_of(d), s, sl, nread(sl, n), "wcsncat", CALLER);
+	return cat(d, wlen_of(d), s, sl, nread(sl, n), ANY, "wcsncat", CALLER);
+}
+
+wchar_t *__wcsncat_chk(wchar_t *d, const wchar_t *s, size_t n, size_t room)
+{
+	size_t sl = wnlen_of(s, n);
+
+	return cat(d, wlen_of(d), s, sl, nread(sl, n), room, "__wcsncat_chk", CALLER);
 }
 
 int wcscmp(const wchar_t *a, const wchar_t *b)
@@ -308,31 +383,31 @@ wchar_t *wcsdup(const wchar_t *s)
 }
 
 /* --- swprintf's buffer and the multibyte converters -------------------------------------
- * glibc's fortified entry points with no object size are the plain functions: no lookup. */
-#define ANY ((size_t)-1)
-extern int __vswprintf_chk(wchar_t *, size_t, int, size_t, const wchar_t *, va_list);
-extern size_t __mbsrtowcs_chk(wchar_t *, const char **, size_t, mbstate_t *, size_t);
-extern size_t __mbsnrtowcs_chk(wchar_t *, const char **, size_t, size_t, mbstate_t *, size_t);
-extern size_t __wcsrtombs_chk(char *, const wchar_t **, size_t, mbstate_t *, size_t);
-extern size_t __wcsnrtombs_chk(char *, const wchar_t **, size_t, size_t, mbstate_t *, size_t);
+ * Through glibc's real fortified entry points, looked up at the start (or at a first call
+ * before it). */
 
-/* As snprintf's: the whole buffer the caller gives, n wchar_t. */
-static int wprint(int chk, wchar_t *s, size_t n, const wchar_t *fmt, va_list ap,
+/* As snprintf's: the whole buffer the caller gives, n wchar_t; glibc's flag and abort kept. */
+static int wprint(wchar_t *s, size_t n, int flag, size_t room, const wchar_t *fmt, va_list ap,
 		  const char *fn, uintptr_t ip)
 {
-	int r;
+	int chk = checking(), r;
 
 	if (chk && n)
 		check(s, n * W, WL_WRITE, fn, ip);
 	in_agent += chk;
-	r = __vswprintf_chk(s, n, 0, ANY, fmt, ap);
+	r = REAL_NOW(__vswprintf_chk)(s, n, flag, room, fmt, ap);
 	in_agent -= chk;
 	return r;
 }
 
 int vswprintf(wchar_t *s, size_t n, const wchar_t *fmt, va_list ap)
 {
-	return wprint(checking(), s, n, fmt, ap, "vswprintf", CALLER);
+	return wprint(s, n, 0, ANY, fmt, ap, "vswprintf", CALLER);
+}
+
+int __vswprintf_chk(wchar_t *s, size_t n, int flag, size_t room, const wchar_t *fmt, va_list ap)
+{
+	return wprint(s, n, flag, room, fmt, ap, "__vswprintf_chk", CALLER);
 }
 
 int swprintf(wchar_t *s, size_t n, const wchar_t *fmt, ...)
@@ -341,7 +416,18 @@ int swprintf(wchar_t *s, size_t n, const wchar_t *fmt, ...)
 	int r;
 
 	va_start(ap, fmt);
-	r = wprint(checking(), s, n, fmt, ap, "swprintf", CALLER);
+	r = wprint(s, n, 0, ANY, fmt, ap, "swprintf", CALLER);
+	va_end(ap);
+	return r;
+}
+
+int __swprintf_chk(wchar_t *s, size_t n, int flag, size_t room, const wchar_t *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = wprint(s, n, flag, room, fmt, ap, "__swprintf_chk", CALLER);
 	va_end(ap);
 	return r;
 }
@@ -358,10 +444,10 @@ static size_t convert(enum conv f, void *d, const void **src, size_t nsrc, size_
 	size_t r = 0;
 
 	switch (f) {
-	case MBS: r = __mbsrtowcs_chk(d, &m, n, ps, ANY); break;
-	case MBSN: r = __mbsnrtowcs_chk(d, &m, nsrc, n, ps, ANY); break;
-	case WCS: r = __wcsrtombs_chk(d, &w, n, ps, ANY); break;
-	case WCSN: r = __wcsnrtombs_chk(d, &w, nsrc, n, ps, ANY); break;
+	case MBS: r = REAL_NOW(__mbsrtowcs_chk)(d, &m, n, ps, ANY); break;
+	case MBSN: r = REAL_NOW(__mbsnrtowcs_chk)(d, &m, nsrc, n, ps, ANY); break;
+	case WCS: r = REAL_NOW(__wcsrtombs_chk)(d, &w, n, ps, ANY); break;
+	case WCSN: r = REAL_NOW(__wcsnrtombs_chk)(d, &w, nsrc, n, ps, ANY); break;
 	}
 	*src = f >= WCS ? (const void *)w : (const void *)m;
 	return r;
@@ -433,9 +519,18 @@ static size_t conv_checked(enum conv f, void *d, const void **src, size_t nsrc, 
 	*(s) = s_; \
 	r_; })
 
+/* Each converter and its fortified entry point: glibc's abort when the destination has less
+ * room than n, before anything is converted (how far the conversion would write is not
+ * known before it runs), as glibc's. */
 size_t mbsrtowcs(wchar_t *d, const char **s, size_t n, mbstate_t *ps)
 {
 	return CONVERT(MBS, d, s, ANY, n, ps, "mbsrtowcs");
+}
+
+size_t __mbsrtowcs_chk(wchar_t *d, const char **s, size_t n, mbstate_t *ps, size_t room)
+{
+	fortify(n, room);
+	return CONVERT(MBS, d, s, ANY, n, ps, "__mbsrtowcs_chk");
 }
 
 size_t mbsnrtowcs(wchar_t *d, const char **s, size_t nms, size_t n, mbstate_t *ps)
@@ -443,14 +538,34 @@ size_t mbsnrtowcs(wchar_t *d, const char **s, size_t nms, size_t n, mbstate_t *p
 	return CONVERT(MBSN, d, s, nms, n, ps, "mbsnrtowcs");
 }
 
+size_t __mbsnrtowcs_chk(wchar_t *d, const char **s, size_t nms, size_t n, mbstate_t *ps,
+			size_t room)
+{
+	fortify(n, room);
+	return CONVERT(MBSN, d, s, nms, n, ps, "__mbsnrtowcs_chk");
+}
+
 size_t wcsrtombs(char *d, const wchar_t **s, size_t n, mbstate_t *ps)
 {
 	return CONVERT(WCS, d, s, ANY, n, ps, "wcsrtombs");
 }
 
+size_t __wcsrtombs_chk(char *d, const wchar_t **s, size_t n, mbstate_t *ps, size_t room)
+{
+	fortify(n, room);
+	return CONVERT(WCS, d, s, ANY, n, ps, "__wcsrtombs_chk");
+}
+
 size_t wcsnrtombs(char *d, const wchar_t **s, size_t nwc, size_t n, mbstate_t *ps)
 {
 	return CONVERT(WCSN, d, s, nwc, n, ps, "wcsnrtombs");
+}
+
+size_t __wcsnrtombs_chk(char *d, const wchar_t **s, size_t nwc, size_t n, mbstate_t *ps,
+			size_t room)
+{
+	fortify(n, room);
+	return CONVERT(WCSN, d, s, nwc, n, ps, "__wcsnrtombs_chk");
 }
 
 /* A fresh state each call, as glibc's. */
@@ -461,9 +576,25 @@ size_t mbstowcs(wchar_t *d, const char *s, size_t n)
 	return CONVERT(MBS, d, &s, ANY, n, &st, "mbstowcs");
 }
 
+size_t __mbstowcs_chk(wchar_t *d, const char *s, size_t n, size_t room)
+{
+	mbstate_t st = {0};
+
+	fortify(n, room);
+	return CONVERT(MBS, d, &s, ANY, n, &st, "__mbstowcs_chk");
+}
+
 size_t wcstombs(char *d, const wchar_t *s, size_t n)
 {
 	mbstate_t st = {0};
 
 	return CONVERT(WCS, d, &s, ANY, n, &st, "wcstombs");
+}
+
+size_t __wcstombs_chk(char *d, const wchar_t *s, size_t n, size_t room)
+{
+	mbstate_t st = {0};
+
+	fortify(n, room);
+	return CONVERT(WCS, d, &s, ANY, n, &st, "__wcstombs_chk");
 }

@@ -14,9 +14,9 @@ expected text, NAME.stderr.exp, watch.sh compares itself after watchlib/test/fil
 
 What changes from run to run never appears in a .pred: the names below normalise it.
   addresses  are compared to the ones the program prints about itself: B (heapbugs',
-             strbugs' and wcsbugs' line: fn, block, size, addr, line), MM (mismatch's block
-             and pair of names), P (padding's lines); h() reads a report's "0x..." address as
-             an int
+             strbugs', wcsbugs' and fortbugs' line: fn, block, size, addr, line), MM
+             (mismatch's block and pair of names), P (padding's lines); h() reads a report's
+             "0x..." address as an int
   pids       FK (forkbug's parent, child and status), logs(PREFIX) (the log files PREFIX-PID.txt
              beside the run, by pid)
   timings    only ever compared with 0 or None (j['leak_check_ns'] > 0)
@@ -91,7 +91,7 @@ def locs(frames, fn):            # the locations of fn's frames
 
 P = [dict(addr=int(m[1], 16), size=int(m[2]), align=int(m[3]), side=m[4])
      for m in re.finditer(r'padding: addr=(\S+) size=(\d+) align=(\d+) side=(\S+)', err)]
-m = re.search(r'(?:heapbugs|strbugs|wcsbugs): \S+ (?:fn=(\S+) )?block=(\S+) size=(\d+) addr=(\S+) line=(\d+)', err)
+m = re.search(r'(?:heapbugs|strbugs|wcsbugs|fortbugs): \S+ (?:fn=(\S+) )?block=(\S+) size=(\d+) addr=(\S+) line=(\d+)', err)
 B = m and dict(fn=m[1], block=0 if m[2] == '(nil)' else int(m[2], 16), size=int(m[3]),
                addr=int(m[4], 16), line=int(m[5]))
 names = dict(globals())
