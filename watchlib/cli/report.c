@@ -14,6 +14,15 @@
 
 #include "cli.h"
 
+/* Room for one more element in *p, an array of n with room for *cap. */
+static void grow(void *p, size_t n, size_t *cap, size_t size)
+{
+	if (n == *cap) {
+		*cap = *cap ? 2 * *cap : 8;
+		*(void **)p = xrealloc(*(void **)p, *cap, size);
+	}
+}
+
 static void add_error(struct report *rep, const struct wl_result_error *r)
 {
 	struct heap_error e = {
@@ -23,10 +32,7 @@ static void add_error(struct report *rep, const struct wl_result_error *r)
 		.detail = r->pair[0] ? xstrdup(r->pair) : NULL,
 	};
 
-	if (rep->nerrors == rep->cap) {
-		rep->cap = rep->cap ? 2 * rep->cap : 8;
-		rep->errors = xrealloc(rep->errors, rep->cap, sizeof(*rep->errors));
-	}
+	grow(&rep->errors, rep->nerrors, &rep->cap, sizeof(*rep->errors));
 	rep->errors[rep->nerrors++] = e;
 }
 
@@ -43,10 +49,7 @@ static int add_frame(struct heap_error *e, const struct wl_result_frame *r)
 		return -1;
 	fr.function = strcmp(r->function, "?") ? xstrdup(r->function) : NULL;
 	fr.location = strcmp(r->location, "?") ? xstrdup(r->location) : NULL;
-	if (e->nframes == e->cap) {
-		e->cap = e->cap ? 2 * e->cap : 8;
-		e->frames = xrealloc(e->frames, e->cap, sizeof(*e->frames));
-	}
+	grow(&e->frames, e->nframes, &e->cap, sizeof(*e->frames));
 	e->frames[e->nframes++] = fr;
 	return 0;
 }
@@ -143,10 +146,7 @@ void report_read(const char *path, struct report *rep, struct options *opt)
 			continue;
 		}
 		while (p) {
-			if (nf == fcap) {
-				fcap = fcap ? 2 * fcap : 16;
-				f = xrealloc(f, fcap, sizeof(*f));
-			}
+			grow(&f, nf, &fcap, sizeof(*f));
 			f[nf++] = strsep(&p, "\t");
 		}
 		r = wl_result_parse(f, nf, &res);

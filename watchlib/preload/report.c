@@ -312,18 +312,13 @@ void report_error(struct err *e)
 	print_frames(&human, &rec, "access");
 	if (b) {
 		uintptr_t end = b->user + b->size;
-		if (e->addr < b->user)
-			put(&human, "0x%lx is located %lu bytes before %zu-byte region [0x%lx,0x%lx)\n",
-			    (unsigned long)e->addr, (unsigned long)(b->user - e->addr), b->size,
-			    (unsigned long)b->user, (unsigned long)end);
-		else if (e->addr >= end)
-			put(&human, "0x%lx is located %lu bytes after %zu-byte region [0x%lx,0x%lx)\n",
-			    (unsigned long)e->addr, (unsigned long)(e->addr - end), b->size,
-			    (unsigned long)b->user, (unsigned long)end);
-		else
-			put(&human, "0x%lx is located %lu bytes inside %zu-byte region [0x%lx,0x%lx)\n",
-			    (unsigned long)e->addr, (unsigned long)(e->addr - b->user), b->size,
-			    (unsigned long)b->user, (unsigned long)end);
+		int before = e->addr < b->user, after = e->addr >= end;
+
+		put(&human, "0x%lx is located %lu bytes %s %zu-byte region [0x%lx,0x%lx)\n",
+		    (unsigned long)e->addr,
+		    (unsigned long)(before ? b->user - e->addr : e->addr - (after ? end : b->user)),
+		    before ? "before" : after ? "after" : "inside", b->size, (unsigned long)b->user,
+		    (unsigned long)end);
 		if (freed) {
 			put(&human, "freed by thread %d here:\n", (int)b->free_tid);
 			print_frames(&human, &rec, "free");

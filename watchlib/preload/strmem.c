@@ -97,46 +97,22 @@ static size_t cmp_span(const char *a, const char *b, size_t n)
 	return i < n ? i + 1 : n;
 }
 
-BOTH void *memcpy_at(void *d, const void *s, size_t n, size_t room, const char *fn,
+/* memcpy and memmove (move: the ranges may overlap). */
+BOTH void *memcpy_at(void *d, const void *s, size_t n, int move, size_t room, const char *fn,
 		    uintptr_t ip)
 {
+	__typeof__(real_memcpy) real = move ? real_memmove : real_memcpy;
+
 	if (checking()) {
 		check(s, n, WL_READ, fn, ip);
 		check(d, n, WL_WRITE, fn, ip);
 		fortify(n, room);
-		return AS_AGENT(real_memcpy(d, s, n));
+		return AS_AGENT(real(d, s, n));
 	}
 	fortify(n, room);
-	if (real_memcpy)
-		return real_memcpy(d, s, n);
-	for (size_t i = 0; i < n; i++)
-		((char *)d)[i] = ((const char *)s)[i];
-	return d;
-}
-
-void *memcpy(void *d, const void *s, size_t n)
-{
-	return memcpy_at(d, s, n, ANY, "memcpy", CALLER);
-}
-
-void *__memcpy_chk(void *d, const void *s, size_t n, size_t room)
-{
-	return memcpy_at(d, s, n, room, "__memcpy_chk", CALLER);
-}
-
-BOTH void *memmove_at(void *d, const void *s, size_t n, size_t room, const char *fn,
-		     uintptr_t ip)
-{
-	if (checking()) {
-		check(s, n, WL_READ, fn, ip);
-		check(d, n, WL_WRITE, fn, ip);
-		fortify(n, room);
-		return AS_AGENT(real_memmove(d, s, n));
-	}
-	fortify(n, room);
-	if (real_memmove)
-		return real_memmove(d, s, n);
-	if (d < s)
+	if (real)
+		return real(d, s, n);
+	if (!move || d < s)
 		for (size_t i = 0; i < n; i++)
 			((char *)d)[i] = ((const char *)s)[i];
 	else
@@ -145,14 +121,24 @@ BOTH void *memmove_at(void *d, const void *s, size_t n, size_t room, const char 
 	return d;
 }
 
+void *memcpy(void *d, const void *s, size_t n)
+{
+	return memcpy_at(d, s, n, 0, ANY, "memcpy", CALLER);
+}
+
+void *__memcpy_chk(void *d, const void *s, size_t n, size_t room)
+{
+	return memcpy_at(d, s, n, 0, room, "__memcpy_chk", CALLER);
+}
+
 void *memmove(void *d, const void *s, size_t n)
 {
-	return memmove_at(d, s, n, ANY, "memmove", CALLER);
+	return memcpy_at(d, s, n, 1, ANY, "memmove", CALLER);
 }
 
 void *__memmove_chk(void *d, const void *s, size_t n, size_t room)
 {
-	return memmove_at(d, s, n, room, "__memmove_chk", CALLER);
+	return memcpy_at(d, s, n, 1, room, "__memmove_chk", CALLER);
 }
 
 BOTH void *memset_at(void *d, int c, size_t n, size_t room, const char *fn, uintptr_t ip)
