@@ -88,7 +88,8 @@ LIBULPT_VERSION := 0.1.0
 LIBULPT_SONAME := libulpt.so.0
 LB := $(B)/libulpt
 LIB_CFLAGS := -O2 -g -Wall -Wextra -Werror -fPIC -Ilibulpt/include -Iinclude
-LIB_OBJS := $(LB)/ulpt.o $(LB)/mprotect.o $(LB)/ool.o $(LB)/dispatch.o $(LB)/log.o $(LB)/entry.o
+LIB_OBJS := $(LB)/ulpt.o $(LB)/mprotect.o $(LB)/ool.o $(LB)/dispatch.o $(LB)/log.o $(LB)/entry.o \
+	    $(LB)/uffd.o
 LIB_HDRS := libulpt/include/ulpt.h libulpt/src/internal.h libulpt/src/uapi.h include/ulpt/arch.h
 $(LB)/%.o: libulpt/src/%.c $(LIB_HDRS)
 	@mkdir -p $(@D)

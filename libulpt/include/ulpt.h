@@ -53,6 +53,8 @@ enum ulpt_reason {
 	ULPT_REASON_PAGE_RIGHTS = 1,
 	ULPT_REASON_LINE_RIGHTS = 2,
 	ULPT_REASON_MALFORMED_ENTRY = 3,
+	ULPT_REASON_KERNEL = 4,     /* mprotect backend with userfaultfd: a system call wrote the
+	                               page (ulpt_set_handler(3)); never on ULPT */
 };
 
 /* What the handler decides. */

@@ -94,6 +94,18 @@ int ulpt_ool_mem_(uintptr_t ip, const void *uc, struct ulpt_ool_mem *m, int max)
 int ulpt_ool_read_(uintptr_t addr, void *buf, size_t n) HIDDEN;
 
 
+/* uffd.c: write protection through userfaultfd for the mprotect backend (see there). A
+ * SIGSEGV it sends has si_code SI_QUEUE and one of these in si_errno. */
+#define UFFD_SIG_FAULT   0x554c5001     /* a write from user mode, at si_value */
+#define UFFD_SIG_SYSCALL 0x554c5002     /* a system call wrote pages: ulpt_uffd_take_ them */
+int ulpt_uffd_init_(uintptr_t (*is_wp)(uintptr_t page)) HIDDEN;
+void ulpt_uffd_fini_(void) HIDDEN;
+int ulpt_uffd_on_(void) HIDDEN;
+int ulpt_uffd_protect_(uintptr_t a, size_t len, int protect, int wake) HIDDEN;
+unsigned ulpt_uffd_take_(pid_t tid, uintptr_t *addr, unsigned max) HIDDEN;
+void ulpt_uffd_rearm_(void) HIDDEN;     /* mprotect.c: a forked child protects its pages */
+void ulpt_uffd_lost_(void) HIDDEN;      /* mprotect.c: ... or puts them back on mprotect */
+
 /*
  * The action the library chains to for a signal it handles (SIGSEGV and SIGTRAP on mprotect;
  * none on ULPT), or NULL when it does not handle sig now. A program that installs its own

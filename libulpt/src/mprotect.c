@@ -95,6 +95,9 @@ static unsigned char *slot(uintptr_t page_nr, int alloc)
  */
 #define LIFTING 0x80u
 #define SLOT_LOG 0x08u          /* ULPT_DENY_LOG, in a byte */
+/* Denied writes (and not reads) through userfaultfd (uffd.c), the page PROT_READ|PROT_WRITE:
+ * the kernel's own writes to it (a system call's) then go on, and are counted. */
+#define SLOT_WP 0x10u
 
 static unsigned slot_of(uintptr_t addr)
 {
@@ -117,31 +120,70 @@ static int prot_for(unsigned deny)
 	return (deny & ULPT_DENY_W) ? PROT_READ : PROT_READ | PROT_WRITE;
 }
 
+static uintptr_t slot_wp(uintptr_t page)
+{
+	return slot_of(page) & SLOT_WP;
+}
+
+/* Whether rights deny go through userfaultfd's write protection. */
+static int wp_for(unsigned deny)
+{
+	return (deny & ULPT_DENY_W) && !(deny & ULPT_DENY_R) && ulpt_uffd_on_();
+}
+
+/* The slot byte of [a, a + len) without SLOT_WP: the range keeps mprotect (not anonymous
+ * memory), unless another change came meanwhile. */
+static void wp_refused(uintptr_t a, size_t len)
+{
+	for (uintptr_t p = a; p < a + len; p += ULPT_PAGE_SIZE)
+		__atomic_fetch_and(slot(p >> 12, 0), (unsigned char)~SLOT_WP, __ATOMIC_RELEASE);
+}
+
+/* Gives [a, a + len) the protection of the slot byte b: 0 or -errno. was_wp: some page had
+ * SLOT_WP before (its write protection goes, its waiters go on). */
+static int enforce(uintptr_t a, size_t len, unsigned b, int was_wp)
+{
+	unsigned r = b & 7;
+
+	if (b & SLOT_WP) {
+		if (mprotect((void *)a, len, PROT_READ | PROT_WRITE) != 0)
+			return -errno;
+		if (ulpt_uffd_protect_(a, len, 1, 0) == 0)
+			return 0;
+		wp_refused(a, len);
+	}
+	if (mprotect((void *)a, len, prot_for(r)) != 0)
+		return -errno;
+	if (was_wp)
+		ulpt_uffd_protect_(a, len, 0, 1);
+	return 0;
+}
+
 static int mp_protect(void *addr, size_t len, unsigned deny)
 {
 	uintptr_t a = (uintptr_t)addr;
+	unsigned b = (deny & 7) | (deny & ULPT_DENY_LOG ? SLOT_LOG : 0) | (wp_for(deny) ? SLOT_WP : 0);
+	int was_wp = 0, e;
 
 	/* The table first, so that a fault racing with the change finds the new rights. */
 	for (uintptr_t p = a; p < a + len; p += ULPT_PAGE_SIZE) {
 		unsigned char *s = slot(p >> 12, 1);
 		if (!s)
 			return -ENOMEM;
-		unsigned b = (deny & 7) | (deny & ULPT_DENY_LOG ? SLOT_LOG : 0);
-
-		__atomic_store_n(s, (unsigned char)(b ? b : LIFTING), __ATOMIC_RELEASE);
+		was_wp |= __atomic_exchange_n(s, (unsigned char)(b ? b : LIFTING), __ATOMIC_ACQ_REL) & SLOT_WP;
 	}
-	if (mprotect(addr, len, prot_for(deny)) != 0)
-		return -errno;
+	if ((e = enforce(a, len, b, was_wp)) != 0)
+		return e;
 	/* Another thread, or a signal handler on this one, may have changed some of these pages
 	 * between our stores and our mprotect, and made its own mprotect first: such a page gets
 	 * the protection of its rights now, until the table and the page agree (each caller ends
 	 * with a check that its last mprotect matched the table). */
 	for (uintptr_t p = a; p < a + len; p += ULPT_PAGE_SIZE) {
-		unsigned r = deny, now;
+		unsigned r = b, now;
 
-		while ((now = rights_of(p)) != r) {
-			r = now;
-			mprotect((void *)p, ULPT_PAGE_SIZE, prot_for(r));
+		while (((now = slot_of(p)) & ~LIFTING) != r) {
+			r = now & ~LIFTING;
+			enforce(p, ULPT_PAGE_SIZE, r, 1);
 		}
 		if (!deny) {    /* lifted: its faults are the program's again */
 			unsigned char *sl = slot(p >> 12, 0), l = LIFTING;
@@ -525,14 +567,29 @@ static void chain(const struct sigaction *old, int sig, siginfo_t *si, void *ucv
 		old->sa_handler(sig);
 }
 
+/* Opens a page for this thread's step: no other thread's write waiting on it goes on (they
+ * wait for uffd.c, which sends them their own fault). */
+static void open_page(uintptr_t page)
+{
+	if (!(slot_of(page) & SLOT_WP) || ulpt_uffd_protect_(page, ULPT_PAGE_SIZE, 0, 0) != 0)
+		mprotect((void *)page, ULPT_PAGE_SIZE, PROT_READ | PROT_WRITE);
+}
+
+/* Closes it again with its current rights. */
+static void close_page(uintptr_t page)
+{
+	unsigned b = slot_of(page);
+
+	if (!(b & SLOT_WP) || ulpt_uffd_protect_(page, ULPT_PAGE_SIZE, 2, 0) != 0)
+		mprotect((void *)page, ULPT_PAGE_SIZE, prot_for(b & 7));
+}
+
 /* Closes the pages opened for this thread's step with their current rights. */
 static void close_pages(void)
 {
 	step_kinds = 0;
-	while (step_n) {
-		uintptr_t page = step_page[--step_n];
-		mprotect((void *)page, ULPT_PAGE_SIZE, prot_for(rights_of(page)));
-	}
+	while (step_n)
+		close_page(step_page[--step_n]);
 }
 
 /* The after-call of ULPT_PERMIT_STEP, if one is due, for an instruction that went on to
@@ -621,19 +678,148 @@ static void ool_cancel(ucontext_t *uc)
 	uc->uc_sigmask = step_mask;
 }
 
+/*
+ * A write fault that uffd.c passed on (at addr) is the instruction's at the context's RIP if
+ * it writes a page whose writes uffd.c denies: the first address it writes there, preferring
+ * addr's page, else 0. The message may be an old one (another signal ended the wait and the
+ * thread moved on), and the instruction here not the one that faulted: it is taken only if it
+ * would fault itself, and then once, as its own fault. Undecoded: addr.
+ */
+static uintptr_t uffd_write_at(ucontext_t *uc, uintptr_t addr)
+{
+	struct ulpt_ool_mem m[LOG_MAX_PEND];
+	int n = ool_ready ? ulpt_ool_mem_((uintptr_t)uc->uc_mcontext.gregs[REG_RIP], uc, m,
+					  LOG_MAX_PEND) : -1;
+	uintptr_t at = 0, want = addr & ~(uintptr_t)(ULPT_PAGE_SIZE - 1);
+
+	if (n <= 0)
+		return slot_of(addr) & SLOT_WP ? addr : 0;
+	for (int i = 0; i < n; i++) {
+		uintptr_t last = m[i].start + (m[i].size ? m[i].size - 1 : 0);
+
+		if (!(m[i].kinds & ULPT_DENY_W) || last < m[i].start)
+			continue;
+		for (uintptr_t p = m[i].start & ~(uintptr_t)(ULPT_PAGE_SIZE - 1); p <= last;
+		     p += ULPT_PAGE_SIZE) {
+			uintptr_t a = p > m[i].start ? p : m[i].start;
+
+			if (!(slot_of(p) & SLOT_WP))
+				continue;
+			if (p == want)
+				return a;
+			if (!at)
+				at = a;
+		}
+	}
+	return at;
+}
+
+/* The system call instruction the thread returned from: at RIP when the call is to restart,
+ * else just before it. */
+static uintptr_t syscall_ip(uintptr_t rip)
+{
+	const uint8_t *c = (const uint8_t *)rip;
+
+	return c[0] == 0x0f && c[1] == 0x05 ? rip : rip - 2;
+}
+
+/*
+ * A system call wrote the page at addr (its first byte written there), now that it has
+ * returned: a write, as the program's own are taken (counted, logged, or the handler's
+ * with reason ULPT_REASON_KERNEL, whose decision is ignored: the write is done).
+ */
+static void kernel_write(ucontext_t *uc, uintptr_t addr)
+{
+	unsigned r = rights_of(addr);
+	struct ulpt_log_st *lg = ulpt_log_st_;
+	ulpt_handler_t handler = __atomic_load_n(&ulpt_lib_.handler, __ATOMIC_ACQUIRE);
+	uintptr_t ip = syscall_ip((uintptr_t)uc->uc_mcontext.gregs[REG_RIP]);
+
+	if (!(r & ULPT_DENY_W))
+		return;
+	if (lg && (r & ULPT_DENY_LOG) && !lg->planned && !step_n) {
+		lg->planned = 1;
+		lg->npend = 1;
+		lg->pend_ip = ip;
+		lg->rep_rcx = 0;
+		lg->pend[0].start = addr;
+		lg->pend[0].size = 0;
+		lg->pend[0].kind = ULPT_DENY_W;
+		lg->pend[0].has_value = 0;
+		if (!lg->count_base && !ulpt_log_room_(lg, 1))
+			log_full(lg, 1);
+		log_append(0, uc);
+	} else if (handler && !in_handler) {
+		struct ulpt_fault f = {
+			.addr = addr, .start = addr, .size = 0, .kind = ULPT_DENY_W,
+			.reason = ULPT_REASON_KERNEL, .ip = ip, .entry = { r, 0 },
+			.tid = (pid_t)syscall(SYS_gettid), .next_ip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP],
+		};
+
+		in_handler = 1;
+		handler(&f, ulpt_lib_.handler_arg);
+		in_handler = 0;
+	}
+}
+
+/* uffd.c's signal after a system call that wrote pages denied writes: each contiguous write
+ * taken once (the next page's from its first byte continues it), and the pages closed. */
+static void syscall_writes(ucontext_t *uc)
+{
+	pid_t tid = (pid_t)syscall(SYS_gettid);
+	uintptr_t a[64], prev[64];
+	unsigned n, np = 0;
+
+	while ((n = ulpt_uffd_take_(tid, a, 64)) > 0) {
+		for (unsigned i = 0; i < n; i++) {
+			uintptr_t page = a[i] & ~(uintptr_t)(ULPT_PAGE_SIZE - 1);
+			int seen = 0;
+
+			for (unsigned k = 0; k < np && !seen; k++)
+				seen = prev[k] == page || (a[i] == page && prev[k] == page - ULPT_PAGE_SIZE);
+			for (unsigned k = 0; k < i && !seen; k++) {
+				uintptr_t pk = a[k] & ~(uintptr_t)(ULPT_PAGE_SIZE - 1);
+				seen = pk == page || (a[i] == page && pk == page - ULPT_PAGE_SIZE);
+			}
+			if (!seen)
+				kernel_write(uc, a[i]);
+			if (slot_of(page) & SLOT_WP)
+				ulpt_uffd_protect_(page, ULPT_PAGE_SIZE, 2, 0);
+		}
+		for (unsigned i = 0; i < n; i++)
+			prev[i] = a[i] & ~(uintptr_t)(ULPT_PAGE_SIZE - 1);
+		np = n;
+	}
+}
+
 static void on_segv(int sig, siginfo_t *si, void *ucv)
 {
 	ucontext_t *uc = ucv;
 	greg_t *gr = uc->uc_mcontext.gregs;
-	uintptr_t addr = (uintptr_t)si->si_addr;
-	unsigned deny = si->si_code == SEGV_ACCERR && addr < ULPT_VA_LIMIT_ ? rights_of(addr) : 0;
-	unsigned kind = (gr[REG_ERR] & 16) ? ULPT_DENY_X : (gr[REG_ERR] & 2) ? ULPT_DENY_W : ULPT_DENY_R;
+	int from_uffd = si->si_code == SI_QUEUE && (si->si_errno == UFFD_SIG_FAULT ||
+		si->si_errno == UFFD_SIG_SYSCALL) && si->si_pid == getpid();
+	uintptr_t addr = from_uffd ? (uintptr_t)si->si_value.sival_ptr : (uintptr_t)si->si_addr;
+	unsigned deny = (si->si_code == SEGV_ACCERR || from_uffd) && addr < ULPT_VA_LIMIT_ ?
+			rights_of(addr) : 0;
+	unsigned kind = from_uffd ? ULPT_DENY_W : (gr[REG_ERR] & 16) ? ULPT_DENY_X :
+			(gr[REG_ERR] & 2) ? ULPT_DENY_W : ULPT_DENY_R;
 	ulpt_handler_t handler = __atomic_load_n(&ulpt_lib_.handler, __ATOMIC_ACQUIRE);
 	struct ulpt_log_st *lg = ulpt_log_st_;
 	enum ulpt_action act;
 	int saved_errno = errno, logged = 0;
 	uintptr_t ip = (uintptr_t)gr[REG_RIP];
 
+	if (from_uffd) {
+		if (si->si_errno == UFFD_SIG_SYSCALL)
+			syscall_writes(uc);
+		/* A user-mode write that waits on a page: the instruction here faults on it as with
+		 * mprotect, unless it is over (see uffd_write_at). */
+		if (si->si_errno == UFFD_SIG_SYSCALL || !(addr = uffd_write_at(uc, addr))) {
+			errno = saved_errno;
+			return;
+		}
+		deny = rights_of(addr);
+	}
 	if (step_ool && step_n) {
 		uintptr_t next = ulpt_ool_done_(ip, addr);
 
@@ -731,7 +917,7 @@ static void on_segv(int sig, siginfo_t *si, void *ucv)
 		if (step_n == MAX_STEP && rep_string(ip)) {
 			/* A REP string instruction goes on page after page (a memcpy of 20 KiB): the
 			 * oldest page it opened is behind it; closed again, it makes room. */
-			mprotect((void *)step_page[0], ULPT_PAGE_SIZE, prot_for(rights_of(step_page[0])));
+			close_page(step_page[0]);
 			memmove(step_page, step_page + 1, sizeof(step_page[0]) * (MAX_STEP - 1));
 			step_n--;
 		}
@@ -742,7 +928,7 @@ static void on_segv(int sig, siginfo_t *si, void *ucv)
 		int first = !step_n;
 
 		step_page[step_n++] = page;
-		mprotect((void *)page, ULPT_PAGE_SIZE, PROT_READ | PROT_WRITE);
+		open_page(page);
 		if (first) {
 			uintptr_t at = ool_ready ? ulpt_ool_prepare_(ip, uc) : 0;
 
@@ -816,6 +1002,7 @@ int ulpt_mprotect_init_(void)
 	int e;
 
 	alt_stack();
+	ulpt_uffd_init_(slot_wp);       /* else writes are denied with mprotect too */
 
 	ool_ready = ulpt_ool_init_() == 0;      /* else every step is a TF step */
 	e = install(SIGSEGV, on_segv, &old_segv);
@@ -841,6 +1028,7 @@ static struct sigaction *mp_chained(int sig)
 static int mp_fini(void)
 {
 	/* Lift every restriction, then give the signals back. */
+	ulpt_uffd_fini_();
 	for (unsigned i1 = 0; i1 < (1u << L1_BITS); i1++) {
 		unsigned char **l2 = table[i1];
 		if (!l2)
@@ -864,6 +1052,44 @@ static int mp_fini(void)
 	sigaction(SIGSEGV, &old_segv, NULL);
 	sigaction(SIGTRAP, &old_trap, NULL);
 	return 0;
+}
+
+/* Each page with SLOT_WP, to fn (a forked child's, from uffd.c). */
+static void each_wp(void (*fn)(uintptr_t page))
+{
+	for (unsigned i1 = 0; i1 < (1u << L1_BITS); i1++) {
+		unsigned char **l2 = table[i1];
+
+		for (unsigned i2 = 0; l2 && i2 < (1u << L2_BITS); i2++) {
+			unsigned char *l3 = l2[i2];
+
+			for (unsigned i3 = 0; l3 && i3 < (1u << L3_BITS); i3++)
+				if (l3[i3] & SLOT_WP)
+					fn(((((uintptr_t)i1 << L2_BITS | i2) << L3_BITS) | i3) << 12);
+		}
+	}
+}
+
+static void lose(uintptr_t page)
+{
+	__atomic_fetch_and(slot(page >> 12, 0), (unsigned char)~SLOT_WP, __ATOMIC_RELEASE);
+	mprotect((void *)page, ULPT_PAGE_SIZE, prot_for(rights_of(page)));
+}
+
+static void rearm(uintptr_t page)
+{
+	if (ulpt_uffd_protect_(page, ULPT_PAGE_SIZE, 1, 0) != 0)
+		lose(page);
+}
+
+void ulpt_uffd_rearm_(void)
+{
+	each_wp(rearm);
+}
+
+void ulpt_uffd_lost_(void)
+{
+	each_wp(lose);
 }
 
 static int mp_protect_lines(void *addr, size_t len, unsigned deny)

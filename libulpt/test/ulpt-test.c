@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -1993,6 +1994,114 @@ static int t_count_bad_arguments(void)
 	return 0;
 }
 
+/*
+ * A system call writes pages denied writes: read(2) from a pipe, 6000 bytes across two pages.
+ * The data arrives on both backends. mprotect (with userfaultfd): the handler sees the write
+ * once, after the call (reason ULPT_REASON_KERNEL, the first byte, the system call's ip), and
+ * the pages are closed again. ULPT does not check the kernel's accesses (R-ACC-2): nothing.
+ */
+static int uffd_missing(void)
+{
+	long fd = syscall(SYS_userfaultfd, O_CLOEXEC);
+
+	if (fd < 0)
+		return 1;
+	close((int)fd);
+	return 0;
+}
+
+static int read_pipe(void *to, size_t n)
+{
+	static char src[8192];
+	int fd[2];
+	ssize_t got;
+
+	for (size_t i = 0; i < sizeof(src); i++)
+		src[i] = (char)(i * 7 + 3);
+	if (n > sizeof(src) || pipe(fd) != 0 || write(fd[1], src, n) != (ssize_t)n)
+		return 0;
+	got = read(fd[0], to, n);
+	close(fd[0]);
+	close(fd[1]);
+	return got == (ssize_t)n && memcmp(to, src, n) == 0;
+}
+
+static int t_syscall_write(void)
+{
+	volatile char *p = pages(3);
+	int kernel = backend == ULPT_BACKEND_MPROTECT;
+
+	if (kernel && uffd_missing())
+		return skip("no userfaultfd here: the kernel's writes to pages denied writes fail");
+	CHECK(setup(ULPT_PERMIT) == 0, "setup");
+	CHECK(ulpt_protect((void *)p, 2 * 4096, ULPT_DENY_W) == 0, "protect");
+	CHECK(read_pipe((void *)(p + 4000), 6000), "read(2) into the two pages: the data arrived");
+	CHECK(h_count == kernel, "delivered %d times, want %d", h_count, kernel);
+	if (kernel) {
+		const unsigned char *c = (const unsigned char *)h_last.ip;
+
+		CHECK(h_last.reason == ULPT_REASON_KERNEL && h_last.kind == ULPT_DENY_W &&
+		      h_last.addr == (uintptr_t)(p + 4000) && h_last.start == h_last.addr &&
+		      h_last.size == 0 && !h_last.after && c[0] == 0x0f && c[1] == 0x05,
+		      "reason %u, kind %u, addr +%ld, size %zu, at a syscall instruction", h_last.reason,
+		      h_last.kind, (long)(h_last.addr - (uintptr_t)p), h_last.size);
+	}
+	p[4097] = 1;
+	CHECK(h_count == kernel + 1 && h_last.reason == ULPT_REASON_PAGE_RIGHTS,
+	      "the page denies the program's writes again");
+	CHECK(ulpt_protect((void *)p, 2 * 4096, 0) == 0 && read_pipe((void *)p, 100) &&
+	      h_count == kernel + 1, "lifted: no delivery");
+	return 0;
+}
+
+/* The same into a count table: one write in the line of the first byte (mprotect), none
+ * (ULPT), and no delivery. */
+static int t_syscall_write_count(void)
+{
+	volatile char *p = pages(2);
+	struct ulpt_count want[64] = { 0 };
+	void *base;
+
+	if (backend == ULPT_BACKEND_MPROTECT && uffd_missing())
+		return skip("no userfaultfd here: the kernel's writes to pages denied writes fail");
+	count_table(p, 2, &base);
+	CHECK(setup(ULPT_PERMIT) == 0, "setup");
+	CHECK(ulpt_protect((void *)p, 2 * 4096, ULPT_DENY_W | ULPT_DENY_LOG) == 0, "protect");
+	CHECK(ulpt_count_start(base) == 0, "start");
+	CHECK(read_pipe((void *)(p + 300), 5000), "read(2) across the pages: the data arrived");
+	want[2].writes = backend == ULPT_BACKEND_MPROTECT;
+	CHECK(counts_match(base, p, 2, want), "one write, in line 2");
+	p[4096 + 130] = 1;
+	want[33].writes = 1;
+	CHECK(counts_match(base, p, 2, want) && h_count == 0, "the program's store counted too");
+	CHECK(ulpt_count_stop() == 0, "stop");
+	return 0;
+}
+
+/* A forked child has its own write protection: its read(2) works and is seen once. */
+static int t_syscall_write_fork(void)
+{
+	volatile char *p = pages(1);
+	int kernel = backend == ULPT_BACKEND_MPROTECT, st;
+	pid_t pid;
+
+	if (kernel && uffd_missing())
+		return skip("no userfaultfd here: the kernel's writes to pages denied writes fail");
+	CHECK(setup(ULPT_PERMIT) == 0, "setup");
+	CHECK(ulpt_protect((void *)p, 4096, ULPT_DENY_W) == 0, "protect");
+	pid = fork();
+	if (pid == 0) {
+		int ok = read_pipe((void *)(p + 8), 64) && h_count == kernel;
+
+		p[1] = 1;
+		_exit(ok && h_count == kernel + 1 ? 0 : 1);
+	}
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	      "the child's read(2) arrived, delivered %d time(s), then its store", kernel);
+	CHECK(read_pipe((void *)(p + 8), 64) && h_count == kernel, "the parent's too (%d, reason %u)", h_count, h_last.reason);
+	return 0;
+}
+
 static int t_env_override(void)
 {
 	int st;
@@ -2064,7 +2173,10 @@ static int t_env_override(void)
 	X(count_threads, "the count table shared by four threads, each with its own start: every locked add counted once") \
 	X(count_no_table_thread, "a thread without a count table is delivered; a log or a table per thread, a table in a log's place") \
 	X(count_fork, "fork: the child counts on in its copy of the table") \
-	X(count_bad_arguments, "every bad argument of the count table is a negative errno")
+	X(count_bad_arguments, "every bad argument of the count table is a negative errno") \
+	X(syscall_write, "read(2) into pages denied writes: the data arrives; mprotect: delivered once after the call (ULPT_REASON_KERNEL), the pages denied again; ULPT: not checked") \
+	X(syscall_write_count, "read(2) into pages denied writes with a count table: one write in the first byte's line on mprotect, none on ULPT") \
+	X(syscall_write_fork, "read(2) into a page denied writes in a forked child and in its parent: each arrives, delivered once on mprotect")
 
 /* Each test: one check, its body in a forked child. */
 #define CASE(name, what) static void case_##name(void) { tap_forked(t_##name, 0, "%s: " #name ": " what, self_backend); }
