@@ -313,26 +313,46 @@ size_t heap_check_log_raw(struct ulpt_log_ring *r, void *arg)
 	struct ulpt_log_slot *slots = r->slots;
 	uint64_t mask = r->mask, head = r->head, first = head;
 	uint64_t others = __atomic_load_n(&other_frees, __ATOMIC_ACQUIRE);
-	uintptr_t lo = 1, hi = 0;
+	/* The bytes of the last 4 live blocks an access was inside (as heap_log_raw's): almost
+	 * every record is an access to a block's own bytes in its partial first or last line. */
+	uintptr_t lo[4] = { 1, 1, 1, 1 }, hi[4] = { 0 };
+	unsigned next = 0;
 
 	(void)arg;
 	for (;; head++) {
+		struct ulpt_log_slot *sl = &slots[head & mask];
+		uint64_t info = __atomic_load_n(&sl->info, __ATOMIC_ACQUIRE);
 		uintptr_t s, ip;
 		unsigned size, kind;
 		uint32_t bid = 0;
 		enum err_kind k;
 
-		if (!slot_take(&slots[head & mask], &s, &ip, &size, &kind))
+		if (!(info & ULPT_LOG_V_))
 			break;
-		if (log_discard || (s >= lo && s + size <= hi))
-			continue;           /* the agent's own, or inside the last block found */
-		k = heap_classify(s, s + size, ip, kind == ULPT_DENY_R, &bid);
-		if (!k) {
-			const struct blk *b = blk_of(s);
-			if (inside(b, s, s + size))
-				lo = b->user, hi = b->user + b->size;
+		s = sl->start;
+		size = (unsigned)(info >> 16) & 0xffff;
+		size += !size;
+		if (log_discard || (s >= lo[0] && s + size <= hi[0]) ||
+		    (s >= lo[1] && s + size <= hi[1]) || (s >= lo[2] && s + size <= hi[2]) ||
+		    (s >= lo[3] && s + size <= hi[3])) {
+			__atomic_store_n(&sl->info, 0, __ATOMIC_RELEASE);
+			continue;           /* the agent's own, or inside a block found before */
+		}
+		/* Then the live block that owns the line: the slot is freed only once read. */
+		const struct blk *b = blk_of(s);
+		if (inside(b, s, s + size)) {
+			__atomic_store_n(&sl->info, 0, __ATOMIC_RELEASE);
+			lo[next] = b->user;
+			hi[next] = b->user + b->size;
+			next = (next + 1) & 3;
 			continue;
 		}
+		ip = sl->ip;
+		kind = info & 7;
+		__atomic_store_n(&sl->info, 0, __ATOMIC_RELEASE);
+		k = heap_classify(s, s + size, ip, kind == ULPT_DENY_R, &bid);
+		if (!k)
+			continue;
 		if (k == ERR_UAF && others != other_frees_seen) {
 			async_unsure++;
 			continue;
