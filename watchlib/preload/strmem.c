@@ -9,6 +9,9 @@
  * string's end need no excuse. A range outside the arena, or inside one live block, costs a
  * few compares.
  *
+ * glibc's _FORTIFY_SOURCE entry points (__memcpy_chk, ...) share their plain function's body
+ * and then keep glibc's own abort (strmem.h's fortify).
+ *
  * The real functions come from the next object in the lookup order (libc) at the agent's
  * start; calls before that (the loader's and libc's start-up) use the plain loops below.
  * Built with -fno-builtin -fno-tree-loop-distribute-patterns: the loops must not become calls

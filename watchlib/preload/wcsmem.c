@@ -5,6 +5,7 @@
  * wchar_t, ranges reported in bytes. Copies and fills are the agent's own memcpy, memmove and
  * memset (libc's; plain loops before the agent has started): glibc's wmemcpy is that memcpy.
  * The rest call the real function, looked up at the agent's start, or a plain loop before.
+ * glibc's _FORTIFY_SOURCE entry points (__wmemcpy_chk, ...) are replaced as in strmem.c.
  * Built with -fno-builtin -fno-tree-loop-distribute-patterns, as strmem.c.
  *
  * SPDX-License-Identifier: MIT
