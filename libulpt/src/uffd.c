@@ -71,6 +71,39 @@ int ulpt_uffd_on_(void)
 	return uffd >= 0;
 }
 
+static int pagemap_fd = -1;
+
+/* Maps the pages of [a, a + len) that are not (the zero page, read): a page without an entry
+ * takes no write protection before Linux 6.4. madvise, else a read of each (a kernel without
+ * CONFIG_ADVISE_SYSCALLS). */
+static void populate(uintptr_t a, size_t len)
+{
+	if (unpopulated || madvise((void *)a, len, MADV_POPULATE_READ) == 0)
+		return;
+	for (uintptr_t p = a; p < a + len; p += ULPT_PAGE_SIZE)
+		(void)*(volatile const char *)p;
+}
+
+/* Whether every page of [a, a + len) is write-protected now (pagemap's bit 57, PM_UFFD_WP):
+ * a protection that did not take is refused, never silently lost. Unknown: taken to be. */
+static int all_wp(uintptr_t a, size_t len)
+{
+	uint64_t e[64];
+
+	for (uintptr_t p = a; p < a + len && pagemap_fd >= 0;) {
+		size_t n = (a + len - p) / ULPT_PAGE_SIZE;
+
+		n = n > 64 ? 64 : n;
+		if (pread(pagemap_fd, e, n * 8, (off_t)(p / ULPT_PAGE_SIZE * 8)) != (ssize_t)(n * 8))
+			return 1;
+		for (size_t i = 0; i < n; i++)
+			if (!((e[i] >> 57) & 1))
+				return 0;
+		p += n * ULPT_PAGE_SIZE;
+	}
+	return 1;
+}
+
 static int wp_ioctl(uintptr_t a, size_t len, __u64 mode)
 {
 	struct uffdio_writeprotect w = { .range = { a, len }, .mode = mode };
@@ -90,27 +123,25 @@ int ulpt_uffd_protect_(uintptr_t a, size_t len, int protect, int wake)
 
 	if (uffd < 0)
 		return -EOPNOTSUPP;
-	/* An anonymous page not yet mapped has no entry to mark before Linux 6.4 (the zero page
-	 * mapped by a read has one). protect 2: the page is mapped (a step's, just written). */
-	if (protect == 1 && !unpopulated)
-		madvise((void *)a, len, MADV_POPULATE_READ);
+	/* protect 2: the page is mapped (a step's, just written). */
+	if (protect == 1)
+		populate(a, len);
 	e = wp_ioctl(a, len, mode);
 	if (e != -ENOENT)
-		return e;
+		return e ? e : protect == 1 && !all_wp(a, len) ? -EOPNOTSUPP : 0;
 	if (!protect)
 		return 0;               /* never registered: nothing to open */
 	struct uffdio_register r = { .range = { a, len }, .mode = UFFDIO_REGISTER_MODE_WP };
 
 	if (ioctl(uffd, UFFDIO_REGISTER, &r) != 0)
 		return -EOPNOTSUPP;
-	if (!unpopulated)
-		madvise((void *)a, len, MADV_POPULATE_READ);
+	populate(a, len);
 	e = wp_ioctl(a, len, mode);
 	/* Across mappings of different flags: page by page. */
 	for (uintptr_t p = a; e == -ENOENT && p < a + len; p += ULPT_PAGE_SIZE)
 		if ((e = wp_ioctl(p, ULPT_PAGE_SIZE, mode)) == 0 && p + ULPT_PAGE_SIZE < a + len)
 			e = -ENOENT;
-	return e ? -EOPNOTSUPP : 0;
+	return e || !all_wp(a, len) ? -EOPNOTSUPP : 0;
 }
 
 /* The threads' /proc/self/task/TID/syscall, open (read again with pread): by tid modulo. */
@@ -238,18 +269,11 @@ static int kw_has(pid_t tid)
 static pid_t running_tid;
 static uintptr_t running_page;
 
-/* Whether the page is write-protected now (/proc/self/pagemap's bit 57, PM_UFFD_WP): a
- * message about one that is not is over (a fault retried while a signal was pending leaves
- * several behind it). Unknown: taken to be. */
-static int pagemap_fd = -1;
-
+/* Whether the page is write-protected now: a message about one that is not is over (a
+ * fault retried while a signal was pending leaves several behind it). */
 static int still_wp(uintptr_t page)
 {
-	uint64_t e;
-
-	if (pagemap_fd < 0 || pread(pagemap_fd, &e, 8, (off_t)(page / ULPT_PAGE_SIZE * 8)) != 8)
-		return 1;
-	return (e >> 57) & 1;
+	return all_wp(page, ULPT_PAGE_SIZE);
 }
 
 static void fault(uintptr_t addr, pid_t tid)

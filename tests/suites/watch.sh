@@ -14,6 +14,9 @@
 #              across into an untouched page, read-modify-writes: a read and a write each,
 #              SSE stores and loads, a block freed)
 #   bigblocks   --heap=rw on blocks of 1 to 3 MiB, each delivery: exact reads and writes
+#   sysread    --heap=w, each delivery: read(2) into a watched block gets its data; the
+#              kernel's write is one write on mprotect (userfaultfd; in the guest too), none
+#              on ULPT (it does not check the kernel's accesses)
 #   heapthreads --heap=rw in 4 threads, each delivery: the same counts, exactly the threads'
 #              own and a few of glibc's; with count every thread has its share of the table
 #   heapbugs   --check: one report per bug, with kind, access, address, size, block, the bad
@@ -122,6 +125,10 @@ for d in count log fault; do
   r deliveries-rw-\$d --heap=rw --delivery=\$d -- '$progs/deliveries'
 done
 r deliveries-default --heap=w -- '$progs/deliveries'
+# A system call's write into a watched block (on mprotect: userfaultfd), each delivery.
+for d in count log fault; do
+  r sysread-\$d --heap=w --delivery=\$d -- '$progs/sysread'
+done
 for d in count log fault; do
   r heapthreads-\$d --heap=rw --delivery=\$d -- '$progs/heapthreads'
   r bigblocks-\$d --heap=rw --delivery=\$d -- '$progs/bigblocks'
@@ -237,6 +244,7 @@ r exit3 -w code/rw -- '$progs/exit3'
 if [ "\$2" = guest ]; then
   r threads -w w0 -w w1 -w w2 -w w3 -w shared/r -- '$progs/threads'
   r counts-mprotect --backend mprotect -w watched/rw -- '$progs/counts'
+  r sysread-mprotect --backend mprotect --heap=w -- '$progs/sysread'
 fi
 EOF
 cat > "$d/guest.sh" <<EOF
