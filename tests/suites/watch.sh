@@ -19,7 +19,8 @@
 #              on ULPT (it does not check the kernel's accesses)
 #   heapthreads --heap=rw in 4 threads, each delivery: the same counts, exactly the threads'
 #              own and a few of glibc's; with count every thread has its share of the table
-#   heapbugs   --check: one report per bug, with kind, access, address, size, block, the bad
+#   heapbugs   --check: one report per bug (far ones too: into heap memory not handed out
+#              yet, against the last block), with kind, access, address, size, block, the bad
 #              access's line in main's frame, main in the allocation (and free) backtraces
 #   strbugs    --check: each checked libc function (memcpy ... strndup) one byte outside its
 #              block, past its end and before its start: one report at that byte, "in" the function, from main's line; and all of
@@ -152,7 +153,7 @@ done
 r check-pad-underflow-free --check -- '$progs/heapbugs' pad-underflow-free
 r check-overflow-odd-write-a1 --check --align=1 -- '$progs/heapbugs' overflow-odd-write
 r clean --check -- '$progs/clean'
-for b in far-overflow-4k far-overflow-64k far-underflow-64k pad-write-realloc; do
+for b in far-overflow-4k far-overflow-64k far-underflow-64k pad-write-realloc wild-write wild-read; do
   r check-\$b --check -- '$progs/heapbugs' \$b
 done
 r padding-write --check -- '$progs/padding' write

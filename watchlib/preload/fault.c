@@ -111,11 +111,22 @@ enum err_kind heap_classify(uintptr_t s, uintptr_t e, uintptr_t ip, int reads_on
 		return ERR_UAF;
 	}
 	/* An overflow: of the nearest live block, left or right. Past the last block of the
-	 * arena the line has no owner yet: the block is the one that ends before it. */
+	 * arena the line has no owner yet: the block is the one that ends before it; in the
+	 * arena not handed out yet (denied: heap.c), the last one below it, and in its unused
+	 * first page the first one. */
 	if (!b)
 		b = c;
 	if (!b)
 		b = blk_of(s - LINE_BYTES);
+	if (!b && in_arena(s)) {
+		uint32_t l = line_of(s), top = heap_bump_line(), first = 4096 / LINE_BYTES;
+
+		if (top > first)
+			b = blk_of((uintptr_t)ag.arena +
+				   ((uintptr_t)(l >= top ? top - 1 : first) << LINE_SHIFT));
+		if (b && b->state == BLK_NONE)
+			b = NULL;           /* a slot waiting for reuse: no block to name */
+	}
 	if (!b)
 		return ERR_OVERFLOW;
 	prev = before(b);

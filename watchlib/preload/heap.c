@@ -80,6 +80,7 @@ static struct {
 	int page_units;                 /* mprotect --check: slots of whole pages */
 	int degraded;                   /* mprotect failed: new blocks come from glibc */
 	uint32_t max_page_blocks;       /* mprotect: block slots the mapping limit allows */
+	uint32_t unused_end;            /* --check: arena lines denied up to here (deny_unused) */
 	int state;                      /* 0 not decided, 1 deciding, 2 done */
 } h;
 
@@ -252,6 +253,39 @@ static void set_slot(uint32_t first, uint32_t n, unsigned base, uint32_t lo, uin
 void heap_set_lines(uint32_t first, uint32_t n, unsigned deny)
 {
 	set_slot(first, n, deny, 0, 0, 0);
+}
+
+/*
+ * --check: the arena the allocator has not handed out is denied, as ASan poisons its
+ * allocator's unused memory and memcheck its unallocated heap, so that a far overflow or a
+ * wild pointer landing there is reported (against the nearest block: fault.c). The arena's
+ * first page (line 0 is "none") is denied once, and the lines from the bump pointer on are
+ * kept denied UNUSED_AHEAD ahead of it, extended a quarter of that at a time as it moves:
+ * 256 page stores per MiB the heap grows, where denying all of the arena's reserve would
+ * commit its whole table. Past that, far in the reserve, accesses stay unseen. Called with
+ * the lock held, after the bump pointer moved.
+ */
+#define UNUSED_AHEAD (1u << (20 - LINE_SHIFT))          /* 1 MiB of lines */
+
+static void deny_unused(void)
+{
+	const uint32_t lim = (uint32_t)(ARENA_BYTES >> LINE_SHIFT);
+	uint32_t end;
+
+	if (ag.heap != HEAP_CHECK || h.degraded)
+		return;
+	if (!h.unused_end) {
+		heap_set_lines(0, 4096 / LINE_BYTES, ULPT_DENY_RW);
+		h.unused_end = 4096 / LINE_BYTES;
+	}
+	if (h.unused_end > lim - UNUSED_AHEAD ||
+	    h.bump_line + UNUSED_AHEAD - UNUSED_AHEAD / 4 <= h.unused_end)
+		return;
+	end = (h.bump_line + UNUSED_AHEAD + 31) & ~31u;
+	if (h.unused_end < h.bump_line)
+		h.unused_end = h.bump_line;
+	heap_set_lines(h.unused_end, end - h.unused_end, ULPT_DENY_RW);
+	h.unused_end = end;
 }
 
 static uint32_t new_id(void)
@@ -550,6 +584,7 @@ static void *heap_alloc(size_t size, size_t align, int zero, enum alloc_how how)
 	/* The slot after the last one does not exist yet: its red zone must already be there. */
 	if (first + lines == h.bump_line && ag.heap == HEAP_CHECK)
 		heap_set_lines(h.bump_line, h.page_units ? 32 : 1, ULPT_DENY_RW);
+	deny_unused();
 	start = (uintptr_t)ag.arena + ((uintptr_t)first << LINE_SHIFT);
 	end = start + ((uintptr_t)(lines - tail) << LINE_SHIFT);
 	user = end - need;

@@ -28,6 +28,9 @@
  *   far-underflow-64k heap-overflow   read   addr = block - 2000, block of 65536
  *   pad-write-realloc heap-overflow   write  addr = block + 13, size 1, block of 13: into the
  *                    padding, found at realloc (the caller of realloc, main, is in the backtrace)
+ *   wild-write       heap-overflow    write  addr = block + 200000, size 1, block of 100, the
+ *                    last one allocated: into heap memory the allocator has not handed out
+ *   wild-read        heap-overflow    read   addr = block + 5000, size 1, the same
  * Every error but free-stack has an "allocated" backtrace with main in it.
  * Run natively, double-free, free-middle and free-stack abort in glibc; the others exit 0.
  */
@@ -123,12 +126,21 @@ int main(int argc, char **argv)
 		q[13] = 'x';
 		say(bug, q, 13, q + 13, __LINE__ + 1);
 		q = realloc(q, 100);
+	} else if (!strcmp(bug, "wild-write")) {
+		p = malloc(100);
+		say(bug, p, 100, p + 200000, __LINE__ + 1);
+		p[200000] = 'x';
+	} else if (!strcmp(bug, "wild-read")) {
+		p = malloc(100);
+		say(bug, p, 100, p + 5000, __LINE__ + 1);
+		sink = p[5000];
 	} else {
 		fprintf(stderr, "usage: heapbugs overflow-write|overflow-odd-write|pad-write-free|"
 			"pad-underflow-free|underflow-read|"
 			"underflow-far-read|"
 			"use-after-free|double-free|free-middle|free-stack|memcpy-overflow|"
-			"far-overflow-4k|far-overflow-64k|far-underflow-64k|pad-write-realloc\n");
+			"far-overflow-4k|far-overflow-64k|far-underflow-64k|pad-write-realloc|"
+			"wild-write|wild-read\n");
 		return 2;
 	}
 	(void)sink;
