@@ -694,14 +694,19 @@ static uintptr_t uffd_write_at(ucontext_t *uc, uintptr_t addr)
 
 	if (n <= 0)
 		return slot_of(addr) & SLOT_WP ? addr : 0;
-	for (int i = 0; i < n; i++) {
-		uintptr_t last = m[i].start + (m[i].size ? m[i].size - 1 : 0);
+	/* A write first; else any access to addr's page: capstone 4 marks the destination of
+	 * some writes read (LOCK CMPXCHG's), and the kernel said this one writes. */
+	for (int i = 0; i < 2 * n; i++) {
+		uintptr_t last = m[i % n].start + (m[i % n].size ? m[i % n].size - 1 : 0);
 
-		if (!(m[i].kinds & ULPT_DENY_W) || last < m[i].start)
+		if (i == n && at)
+			break;
+		if ((i < n && !(m[i].kinds & ULPT_DENY_W)) || last < m[i % n].start ||
+		    (i >= n && (want < (m[i % n].start & ~(uintptr_t)(ULPT_PAGE_SIZE - 1)) || want > last)))
 			continue;
-		for (uintptr_t p = m[i].start & ~(uintptr_t)(ULPT_PAGE_SIZE - 1); p <= last;
+		for (uintptr_t p = m[i % n].start & ~(uintptr_t)(ULPT_PAGE_SIZE - 1); p <= last;
 		     p += ULPT_PAGE_SIZE) {
-			uintptr_t a = p > m[i].start ? p : m[i].start;
+			uintptr_t a = p > m[i % n].start ? p : m[i % n].start;
 
 			if (!(slot_of(p) & SLOT_WP))
 				continue;
