@@ -90,7 +90,7 @@ strcases=$(echo $strcases)
 wcscases=$(sed -n 's/^\tCASE("\([a-z-]*\)".*/\1/p' "$top/watchlib/test/progs/wcsbugs.c")
 wcscases=$(echo $wcscases)
 # fortbugs: glibc's fortified entry points (its source lists them).
-fortcases=$(sed -n 's/^\tCASE("\([a-z-]*\)".*/\1/p' "$top/watchlib/test/progs/fortbugs.c")
+fortcases=$(sed -n 's/^\tW\?CASE("\([a-z-]*\)".*/\1/p' "$top/watchlib/test/progs/fortbugs.c")
 fortcases=$(echo $fortcases)
 
 # mismatch: a release by the wrong family (malloc/new/new[] against free/delete/delete[]).
