@@ -6,7 +6,8 @@
  * - A page's protection is PROT_READ|PROT_WRITE minus its denials (x86 cannot deny reads and
  *   allow writes: a page denied reads is PROT_NONE, and a write to it that is allowed by its
  *   rights is let through without calling the handler). The backend is for data pages: it never
- *   grants PROT_EXEC.
+ *   grants PROT_EXEC. A page denied writes only, in anonymous memory, is write-protected with
+ *   userfaultfd instead where the kernel has it (uffd.c, SLOT_WP): system calls can write it.
  * - ULPT_PERMIT opens the page, single-steps the instruction (TF, then SIGTRAP) and closes it
  *   again, with asynchronous signals blocked meanwhile. Other threads can reach the page
  *   during that one instruction: a limit of mprotect.
