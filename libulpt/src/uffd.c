@@ -276,6 +276,20 @@ static int still_wp(uintptr_t page)
 	return all_wp(page, ULPT_PAGE_SIZE);
 }
 
+/*
+ * Wakes the page's waiters without opening it: for a message taken as over. A thread may still
+ * wait on it: one whose fault came while a step had the page open without waking (DONTWAKE),
+ * or that read as running just before it began to wait. Woken, it makes its access again, and
+ * faults again (a new message) if the page is protected by then. Without this it waited for
+ * ever (wl-api's 4 threads writing one page hung 2 runs in 3).
+ */
+static void wake_page(uintptr_t page)
+{
+	struct uffdio_range r = { page, ULPT_PAGE_SIZE };
+
+	ioctl(uffd, UFFDIO_WAKE, &r);
+}
+
 static void fault(uintptr_t addr, pid_t tid)
 {
 	uintptr_t page = addr & ~(uintptr_t)(ULPT_PAGE_SIZE - 1);
@@ -285,8 +299,10 @@ static void fault(uintptr_t addr, pid_t tid)
 		wp_ioctl(page, ULPT_PAGE_SIZE, 0);
 		return;
 	}
-	if (!still_wp(page))
+	if (!still_wp(page)) {
+		wake_page(page);
 		return;
+	}
 	st = thread_state(tid);
 	if (st == 'R' && (kw_has(tid) || (running_tid == tid && running_page == page)))
 		st = 'S';
@@ -310,7 +326,8 @@ static void fault(uintptr_t addr, pid_t tid)
 		wp_ioctl(page, ULPT_PAGE_SIZE, 0);
 		break;
 	default:
-		break;                  /* the fault is over */
+		wake_page(page);        /* the fault is over, or about to wait: see wake_page */
+		break;
 	}
 }
 
