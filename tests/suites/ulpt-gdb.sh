@@ -42,7 +42,8 @@ script() {
     echo "timeout 300 $gdbx -q -nx -batch -x $src/$c.gdb --args $prog $(part "$c") > $c.out 2>&1"
   done
   for a in attach attach-noagent; do
-    pre=$([ $a = attach ] && echo "LD_PRELOAD=$top/build/watchlib/libulpt-watch-agent.so")
+    # Started with the agent as ulpt-gdb starts a program (ULPT_NO_UFFD: see ulpt-gdb).
+    pre=$([ $a = attach ] && echo "ULPT_NO_UFFD=1 LD_PRELOAD=$top/build/watchlib/libulpt-watch-agent.so")
     echo "$pre $prog wait > $a.prog 2>&1 & pid=\$!"
     echo "sleep 1"
     echo "timeout 300 $gdbx -q -nx -batch -x $src/$a.gdb -p \$pid > $a.out 2>&1"

@@ -121,6 +121,9 @@ def load_agent():
                            "ULPT_GDB_AGENT does not name it")
     S.loading = True        # its start's ulpt_gdb_ready is inside this call: no stop there
     try:
+        # No userfaultfd write protection, as ulpt-gdb starts programs (see ulpt-gdb).
+        gdb.parse_and_eval('((int (*)(const char *, const char *, int)) setenv)'
+                           '("ULPT_NO_UFFD", "1", 1)')
         h = int(gdb.parse_and_eval('((void *(*)(const char *, int)) dlopen)("%s", 2)' % path))
         why = "" if h else gdb.parse_and_eval("((char *(*)(void)) dlerror)()").string()
     except gdb.error as e:
