@@ -262,8 +262,9 @@ void heap_set_lines(uint32_t first, uint32_t n, unsigned deny)
  * first page (line 0 is "none") is denied once, and the lines from the bump pointer on are
  * kept denied UNUSED_AHEAD ahead of it, extended a quarter of that at a time as it moves:
  * 256 page stores per MiB the heap grows, where denying all of the arena's reserve would
- * commit its whole table. Past that, far in the reserve, accesses stay unseen. Called with
- * the lock held, after the bump pointer moved.
+ * commit its whole table. Past that, far in the reserve, accesses stay unseen. This is
+ * also the last block's right red zone. Called with the lock held, after the bump pointer
+ * moved.
  */
 #define UNUSED_AHEAD (1u << (20 - LINE_SHIFT))          /* 1 MiB of lines */
 
@@ -278,13 +279,15 @@ static void deny_unused(void)
 		heap_set_lines(0, 4096 / LINE_BYTES, ULPT_DENY_RW);
 		h.unused_end = 4096 / LINE_BYTES;
 	}
-	if (h.unused_end > lim - UNUSED_AHEAD ||
-	    h.bump_line + UNUSED_AHEAD - UNUSED_AHEAD / 4 <= h.unused_end)
+	if (h.bump_line + UNUSED_AHEAD - UNUSED_AHEAD / 4 <= h.unused_end)
 		return;
 	end = (h.bump_line + UNUSED_AHEAD + 31) & ~31u;
+	if (end > lim)
+		end = lim;
 	if (h.unused_end < h.bump_line)
 		h.unused_end = h.bump_line;
-	heap_set_lines(h.unused_end, end - h.unused_end, ULPT_DENY_RW);
+	if (end > h.unused_end)
+		heap_set_lines(h.unused_end, end - h.unused_end, ULPT_DENY_RW);
 	h.unused_end = end;
 }
 
@@ -581,9 +584,8 @@ static void *heap_alloc(size_t size, size_t align, int zero, enum alloc_how how)
 		in_agent--;
 		return refuse(how == HOW_MALLOC ? "malloc" : "operator new", size, 0);   /* full */
 	}
-	/* The slot after the last one does not exist yet: its red zone must already be there. */
-	if (first + lines == h.bump_line && ag.heap == HEAP_CHECK)
-		heap_set_lines(h.bump_line, h.page_units ? 32 : 1, ULPT_DENY_RW);
+	/* The slot after the last one does not exist yet: its red zone, the memory not handed
+	 * out, must already be denied. */
 	deny_unused();
 	start = (uintptr_t)ag.arena + ((uintptr_t)first << LINE_SHIFT);
 	end = start + ((uintptr_t)(lines - tail) << LINE_SHIFT);
