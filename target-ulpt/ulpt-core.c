@@ -76,6 +76,44 @@ unsigned ulpt_check(const UlptEntry *e, bool malformed, unsigned kind,
     return 0;
 }
 
+unsigned ulpt_check_bounds(const UlptEntry *e, unsigned kind, unsigned off,
+                           unsigned size, UlptReadBounds rd, void *opaque,
+                           unsigned *bad_off)
+{
+    uint64_t deny = kind == ULPT_KIND_R ? e->lines & ULPT_LINES_NR_ALL
+                                        : (e->lines & ULPT_LINES_NW_ALL) >> 1;
+    uint64_t bounds = ULPT_BOUNDS_ADDR(e->page);
+    unsigned end = off + (size ? size : 1);
+
+    if (end > (1u << ULPT_PAGE_SHIFT)) {
+        end = 1u << ULPT_PAGE_SHIFT;
+    }
+    for (unsigned i = off >> ULPT_LINE_SHIFT;
+         i < ULPT_LINES_PER_PAGE && (i << ULPT_LINE_SHIFT) < end; i++) {
+        unsigned base = i << ULPT_LINE_SHIFT;
+        unsigned a = off > base ? off - base : 0;
+        unsigned b = end - base < (1u << ULPT_LINE_SHIFT) ?
+                     end - base : (1u << ULPT_LINE_SHIFT);
+        uint8_t lo = 0, hi = 0;
+
+        if (!(deny & (1ull << (2 * i)))) {
+            continue;
+        }
+        if (!bounds || !rd(opaque, bounds + 2 * i, &lo, &hi)) {
+            lo = hi = 0;                /* nothing open */
+        }
+        if (hi > (1u << ULPT_LINE_SHIFT)) {
+            hi = 1u << ULPT_LINE_SHIFT;
+        }
+        if (a >= lo && b <= hi) {
+            continue;                   /* every byte here is open */
+        }
+        *bad_off = base + (a < lo || a >= hi ? a : hi);
+        return ULPT_REASON_LINE;
+    }
+    return 0;
+}
+
 uint32_t ulpt_lines_denied(uint64_t lines, unsigned kind)
 {
     /* Gather every other bit (NR at even, NW at odd positions) into 32. */

@@ -56,6 +56,24 @@ static inline unsigned ulpt_page_denied(const UlptEntry *e)
  * *bad_off to the page offset of the first denied byte. `malformed` entries
  * deny everything (ULPT_REASON_MALFORMED).
  */
+/*
+ * Reads the two bytes of bounds at linear address va (R-BND-2) into lo, hi:
+ * false when they cannot be read (they open nothing).
+ */
+typedef bool (*UlptReadBounds)(void *opaque, uint64_t va, uint8_t *lo,
+                               uint8_t *hi);
+
+/*
+ * R-BND-1: an access [off, off + size) within one page that ulpt_check
+ * found denied by a line right (ULPT_REASON_LINE), decided again with the
+ * entry's bounds: 0 if every byte it touches in its denied lines is open,
+ * else ULPT_REASON_LINE and *bad_off the first byte that is not. Reads the
+ * bounds of each denied line it touches, and only those.
+ */
+unsigned ulpt_check_bounds(const UlptEntry *e, unsigned kind, unsigned off,
+                           unsigned size, UlptReadBounds rd, void *opaque,
+                           unsigned *bad_off);
+
 unsigned ulpt_check(const UlptEntry *e, bool malformed, unsigned kind,
                     unsigned off, unsigned size, unsigned *bad_off);
 

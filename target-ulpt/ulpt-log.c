@@ -41,8 +41,8 @@ static uint64_t slot_va(const UlptState *u, uint64_t index)
  * flight in the softmmu helper that called the check, with its own TLB
  * entry in hand, and a fill here could evict that entry from under it.
  */
-static uint8_t *tlb_host(CPUX86State *env, uint64_t va, int mmu_idx,
-                         bool (*usable)(CPUTLBEntry *, uint64_t))
+uint8_t *ulpt_tlb_host(CPUX86State *env, uint64_t va, int mmu_idx,
+                       bool (*usable)(CPUTLBEntry *, uint64_t))
 {
     CPUTLBEntry *te = tlb_entry(env, mmu_idx, va);
     CPUTLBDesc *d = &env_tlb(env)->d[mmu_idx];
@@ -151,7 +151,7 @@ UlptLogStage ulpt_log_stage(CPUX86State *env, uint64_t start, unsigned size,
         env->ulpt_stats.log_full++;
         return ULPT_LOG_FULL;
     }
-    host = tlb_host(env, va, mmu_idx, slot_entry);
+    host = ulpt_tlb_host(env, va, mmu_idx, slot_entry);
     if (host) {
         u->log_retry = 0;
     } else if (u->log_retry >= ULPT_LOG_RETRIES) {
@@ -263,7 +263,7 @@ static bool read_back(CPUX86State *env, uint64_t va, unsigned size,
     for (unsigned i = 0; i < size; ) {
         unsigned k = MIN(size - i,
                          TARGET_PAGE_SIZE - ((va + i) & ~TARGET_PAGE_MASK));
-        uint8_t *h = tlb_host(env, va + i, mmu_idx, written_entry);
+        uint8_t *h = ulpt_tlb_host(env, va + i, mmu_idx, written_entry);
 
         if (!h) {
             return false;

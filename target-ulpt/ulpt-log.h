@@ -17,6 +17,13 @@ static inline bool ulpt_log_wants(CPUX86State *env, uint64_t page,
     return (page & ULPT_LOG) && env->ulpt.log_base && kind != ULPT_KIND_X;
 }
 
+/*
+ * The host address of va from a TLB entry (the main one or a victim) that
+ * `usable` accepts, or NULL, without a fill (an access is in flight).
+ */
+uint8_t *ulpt_tlb_host(CPUX86State *env, uint64_t va, int mmu_idx,
+                       bool (*usable)(CPUTLBEntry *, uint64_t));
+
 typedef enum UlptLogStage {
     ULPT_LOG_STAGED,     /* the record waits for the instruction to complete */
     ULPT_LOG_FULL,       /* its slot is in use: a FULL violation (R-LOG-4) */

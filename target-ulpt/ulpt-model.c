@@ -68,6 +68,7 @@ static const char *const field_names[ULPT_MODEL_NFIELDS] = {
     [ULPT_MODEL_F_ESCALATIONS] = "escalations",
     [ULPT_MODEL_F_KERNEL_ENTRIES] = "kernel_entries",
     [ULPT_MODEL_F_LOG_RECORDS] = "log_records",
+    [ULPT_MODEL_F_BOUNDS_READS] = "bounds_reads",
     [ULPT_MODEL_F_LOG_EVENTS] = "log_events",
 };
 
@@ -137,6 +138,7 @@ static void sum_now(uint64_t *v)
         v[ULPT_MODEL_F_KERNEL_ENTRIES] += qatomic_read(&s->kernel_entries);
         v[ULPT_MODEL_F_LOG_RECORDS] += qatomic_read(&s->log_records);
         v[ULPT_MODEL_F_LOG_EVENTS] += qatomic_read(&s->log_events);
+        v[ULPT_MODEL_F_BOUNDS_READS] += qatomic_read(&s->bounds_reads);
     }
 }
 
@@ -184,7 +186,8 @@ static uint64_t cycles_of(const uint64_t *v)
                        c->remote_sync * v[ULPT_MODEL_F_REMOTE_SYNCS] +
                        c->escalate * v[ULPT_MODEL_F_ESCALATIONS] +
                        c->kentry * v[ULPT_MODEL_F_KERNEL_ENTRIES] +
-                       c->log_record * v[ULPT_MODEL_F_LOG_RECORDS]);
+                       c->log_record * v[ULPT_MODEL_F_LOG_RECORDS] +
+                       c->bounds * v[ULPT_MODEL_F_BOUNDS_READS]);
     return (uint64_t)llround(cycles);
 }
 
@@ -281,10 +284,11 @@ void ulpt_model_info(Monitor *mon)
                    " uiret %" PRIu64 " uiret-permit %" PRIu64
                    " view-store %" PRIu64 " remote-sync %" PRIu64
                    " escalate %" PRIu64 " kentry %" PRIu64
-                   " log-record %" PRIu64 ", region %s\n",
+                   " log-record %" PRIu64 " bounds %" PRIu64 ", region %s\n",
                    c->kernel ? "on" : "off", model.cpi, c->deliver, c->uiret,
                    c->uiret_permit, c->view_store, c->remote_sync, c->escalate,
-                   c->kentry, c->log_record, model.open ? "open" : "closed");
+                   c->kentry, c->log_record, c->bounds,
+                   model.open ? "open" : "closed");
     sum_now(now);
     now[ULPT_MODEL_F_CYCLES] = cycles_of(now);
     print_counts(mon, "since boot", now, field_names, ULPT_MODEL_NFIELDS);

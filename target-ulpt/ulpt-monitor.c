@@ -42,10 +42,11 @@ void hmp_info_ulpt(Monitor *mon, const QDict *qdict)
                        s->remote_syncs, s->after_events);
         monitor_printf(mon, "  LOG_BASE 0x%" PRIx64 " LOG_CTL 0x%" PRIx64
                        " LOG_INDEX 0x%" PRIx64 " log_records %" PRIu64
-                       " log_events %" PRIu64 " log_full %" PRIu64 "\n",
+                       " log_events %" PRIu64 " log_full %" PRIu64
+                       " bounds_reads %" PRIu64 "\n",
                        env->ulpt.log_base, env->ulpt.log_ctl,
                        env->ulpt.log_index, s->log_records, s->log_events,
-                       s->log_full);
+                       s->log_full, s->bounds_reads);
     }
 #ifdef ULPT_MODEL
     ulpt_model_info(mon);

@@ -37,6 +37,7 @@ typedef struct UlptState {
      */
     uint64_t log_cover_start[2], log_cover_size[2];
     uint8_t log_retry;  /* runs again after a walk to the slot or counter */
+    uint8_t bounds_retry;   /* runs again after a walk to a line's bounds */
     /*
      * The violation being delivered (set at the faulting access, used by
      * delivery).
@@ -76,7 +77,7 @@ typedef struct UlptState {
 typedef struct UlptStats {
     uint64_t walks, checks, violations, deliveries, escalations, returns,
              view_stores, remote_syncs, after_events, log_records, log_events,
-             log_full;
+             log_full, bounds_reads;
     /*
      * For modeled time (ulpt-model.c): UIRETs that asked for PERMIT or STEP,
      * entries into the kernel from CPL 3 (exceptions, interrupts, SYSCALL),
@@ -100,12 +101,13 @@ typedef struct UlptStats {
 #define ULPT_MODEL_DEFAULT_ESCALATE     0
 #define ULPT_MODEL_DEFAULT_KENTRY       230
 #define ULPT_MODEL_DEFAULT_LOG_RECORD   8
+#define ULPT_MODEL_DEFAULT_BOUNDS       2
 typedef struct UlptModelConfig {
     bool enabled;
     bool kernel;
     char *cpi;
     uint64_t deliver, uiret, uiret_permit, view_store, remote_sync, escalate,
-             kentry, log_record;
+             kentry, log_record, bounds;
 } UlptModelConfig;
 
 /*

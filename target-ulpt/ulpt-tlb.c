@@ -275,6 +275,85 @@ static bool violation(CPUState *cs, vaddr addr, vaddr acc, unsigned size,
     raise_exception_err_ra(env, EXCP0E_PAGE, err, ra);
 }
 
+/* Walks to a line's bounds before they are taken as unreadable. */
+#define ULPT_BOUNDS_RETRIES 4
+
+/* Bounds are read from any RAM the TLB maps for reading (R-BND-2). */
+static bool bounds_entry(CPUTLBEntry *te, uint64_t va)
+{
+    return tlb_hit(te->addr_read, va) && !(te->addr_read & TLB_MMIO);
+}
+
+typedef struct BoundsRead {
+    CPUX86State *env;
+    uintptr_t ra;
+} BoundsRead;
+
+/*
+ * A line's two bytes of bounds (R-BND-2), with a CPL 3 read that paging
+ * checks and ULPT does not. The access that needs them is in flight, so
+ * they come from the TLB; if their page is not there it is walked to (its
+ * #PF raised at this instruction) and the instruction runs again. Not RAM,
+ * or in the view: nothing open.
+ */
+static bool read_bounds(void *opaque, uint64_t va, uint8_t *lo, uint8_t *hi)
+{
+    BoundsRead *br = opaque;
+    CPUX86State *env = br->env;
+    UlptState *u = &env->ulpt;
+    int mmu_idx = cpu_mmu_index(env, false);
+    uint8_t *host;
+
+    if (ulpt_in_view(u->view, va) || ulpt_in_view(u->view, va + 1)) {
+        return false;
+    }
+    host = ulpt_tlb_host(env, va, mmu_idx, bounds_entry);
+    if (!host) {
+        if (u->bounds_retry >= ULPT_BOUNDS_RETRIES) {
+            /* Walked to, and still not in the TLB (see ulpt_log_stage). */
+            u->bounds_retry = 0;
+            return false;
+        }
+        u->frame_access = true;
+        host = probe_access(env, va, 2, MMU_DATA_LOAD, mmu_idx, br->ra);
+        u->frame_access = false;
+        if (!host) {
+            return false;               /* not RAM */
+        }
+        u->bounds_retry++;
+        cpu_loop_exit_restore(env_cpu(env), br->ra);
+    }
+    u->bounds_retry = 0;
+    env->ulpt_stats.bounds_reads++;
+    *lo = host[0];
+    *hi = host[1];
+    return true;
+}
+
+/*
+ * R-BND-1: an access to a denied line of a page with bounds, decided again
+ * byte by byte. Only the bytes of the whole access count: QEMU makes an
+ * unaligned access across pages as aligned parts that start before it.
+ */
+static unsigned bounds_check(CPUX86State *env, const UlptEntry *e,
+                             unsigned kind, vaddr addr, unsigned size,
+                             uintptr_t ra, unsigned *bad)
+{
+    BoundsRead br = { .env = env, .ra = ra };
+    vaddr start, lo = addr, hi = addr + (size ? size : 1);
+    unsigned whole;
+
+    if (whole_access(env, addr, ra, &start, &whole)) {
+        lo = MAX(lo, start);
+        hi = MIN(hi, start + MAX(whole, 1));
+    }
+    if (hi <= lo) {
+        return 0;
+    }
+    return ulpt_check_bounds(e, kind, lo & ~TARGET_PAGE_MASK, hi - lo,
+                             read_bounds, &br, bad);
+}
+
 /* Other CPUs that may hold this address space's rights (spec R-COH-2). */
 static bool other_cpus_share_cr3(CPUState *cs)
 {
@@ -557,6 +636,12 @@ void ulpt_tlb_check(CPUState *cs, vaddr addr, int size, MMUAccessType type,
     if (!reason || (kind & permitted_kinds(env))) {
         return;
     }
+    if (reason == ULPT_REASON_LINE && (e.page & ULPT_BOUNDS_MASK)) {
+        reason = bounds_check(env, &e, kind, addr, size, ra, &bad);
+        if (!reason) {
+            return;
+        }
+    }
     if (ulpt_log_wants(env, e.page, kind)) {
         vaddr start = addr;
         unsigned whole = size;
@@ -632,6 +717,16 @@ bool ulpt_tlb_fill(CPUState *cs, vaddr addr, int size, MMUAccessType type,
                     entry_kind(e.page, e.lines), &e);
             return true;
         }
+    }
+    if (reason == ULPT_REASON_LINE && (e.page & ULPT_BOUNDS_MASK)) {
+        /*
+         * Bounds may open the bytes it touches: decided by ulpt_tlb_check
+         * (TLB_CHECK), which reads them, once this entry is in. Bounds are
+         * never read here: a fill for them could evict this one.
+         */
+        install(cs, mmu_idx, addr, paddr, prot, TARGET_PAGE_BITS,
+                ULPT_TLB_LINES, &e);
+        return true;
     }
     if (reason == ULPT_REASON_LINE) {
         /*

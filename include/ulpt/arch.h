@@ -84,8 +84,17 @@
 /* Word 0 bit 8: denied reads and writes are logged (spec 6.2). */
 #define ULPT_LOG               0x100ULL
 #define ULPT_PAGE_SW_MASK      0xff00000000000000ull /* for software */
+/*
+ * Word 0 bits 49:9, BOUNDS: bits 46:6 of the linear address of the page's
+ * byte bounds (spec 4.5), 64 bytes: lo and hi of line i at bytes 2i, 2i+1.
+ */
+#define ULPT_BOUNDS_MASK       0x0003fffffffffe00ull
+#define ULPT_BOUNDS_ADDR(w0)   (((w0) & ULPT_BOUNDS_MASK) >> 3)
+#define ULPT_BOUNDS_FIELD(va)  (((va) & 0x00007fffffffffc0ull) << 3)
+#define ULPT_BOUNDS_SIZE       64
 #define ULPT_PAGE_RSVD_MASK \
-    (~(ULPT_PAGE_SW_MASK | ULPT_NR | ULPT_NW | ULPT_NX | ULPT_LOG))
+    (~(ULPT_PAGE_SW_MASK | ULPT_NR | ULPT_NW | ULPT_NX | ULPT_LOG | \
+       ULPT_BOUNDS_MASK))
 /* Leaf word 1, line rights: bit 2i denies reads of line i, bit 2i+1 writes. */
 #define ULPT_LINE_NR(i)        (1ULL << (2 * (i)))
 #define ULPT_LINE_NW(i)        (1ULL << (2 * (i) + 1))
@@ -171,6 +180,7 @@
 #define ULPT_MODEL_F_KERNEL_ENTRIES 10  /* entries into the kernel from CPL 3 */
 #define ULPT_MODEL_F_LOG_RECORDS    11  /* records appended to access logs */
 #define ULPT_MODEL_F_LOG_EVENTS     12  /* log events (R-LOG-5) */
-#define ULPT_MODEL_NFIELDS          13
+#define ULPT_MODEL_F_BOUNDS_READS   13  /* lines' bounds read (R-BND-2) */
+#define ULPT_MODEL_NFIELDS          14
 
 #endif /* ULPT_ARCH_H */

@@ -119,7 +119,7 @@ static int next_word(const char **p, unsigned *len)
 
 void bm_run(const struct test_case *t, unsigned n)
 {
-    static unsigned char sel[64];
+    static unsigned char sel[128];
     const char *p = cmdline;
     unsigned len, any = 0;
 

@@ -1834,6 +1834,179 @@ static void log1_logged(void)
     bm_ok(r == 0x80 && log_count() == 3, "R-LOG-1: an access inside the handler is logged");
 }
 
+/* === Section 4.5: byte bounds ============================================================ */
+
+static uint8_t bndpage[PAGE] __attribute__((aligned(4096)));   /* bounds arrays, 64 bytes each */
+static void bnd_set(uint8_t *b, unsigned line, unsigned lo, unsigned hi)
+{
+    b[2 * line] = lo;
+    b[2 * line + 1] = hi;
+}
+/* A write of `size` (1 or 8) at p, permitted by the handler: the frame's addr, or 0 if none. */
+static uint64_t bnd_write(uint8_t *p, unsigned size)
+{
+    hreset(ACT_PERMIT);
+    uint64_t r = run_user_default(size == 1 ? u_write1 : u_write8, p);
+    if (r != 0x80 || hcount > 1)
+        return ~0ull;
+    return hcount ? hlog[0].w[ULPT_FRAME_ADDR] : 0;
+}
+
+/* Open bytes: line rights do not deny them; the first byte not open is the frame's addr. */
+static void bnd1_open(void)
+{
+    uint8_t *b = bndpage, *p = tp[3], *l3 = p + 3 * 128, *l4 = p + 4 * 128;
+
+    fresh((uint64_t)ulpt_entry);
+    for (unsigned i = 0; i < 64; i++)
+        b[i] = 0;
+    bnd_set(b, 3, 40, 100);
+    ulpt_kset(va(p), ULPT_BOUNDS_FIELD(va(b)), ULPT_LINE_NW(3) | ULPT_LINE_NW(4) | ULPT_LINE_NR(5));
+    bm_ok(bnd_write(l3 + 40, 8) == 0 && bnd_write(l3 + 92, 8) == 0 && bnd_write(l3 + 99, 1) == 0,
+          "R-BND-1: writes inside [lo, hi) of a write-denied line are not delivered");
+    bm_ok(bnd_write(l3 + 93, 8) == va(l3) + 100 && bnd_write(l3 + 32, 8) == va(l3) + 32 &&
+          bnd_write(l3 + 36, 8) == va(l3) + 36 && bnd_write(l3 + 100, 1) == va(l3) + 100 &&
+          bnd_write(l3 + 39, 1) == va(l3) + 39,
+          "R-BND-1: a write with a byte outside [lo, hi) is delivered at its first such byte");
+    bm_ok(ULPT_INFO_REASON(hlog[0].w[ULPT_FRAME_INFO]) == ULPT_REASON_LINE &&
+          hlog[0].w[ULPT_FRAME_START] == va(l3) + 39,
+          "R-BND-1: reason 2 (line right), start the access's first byte");
+    bm_ok(bnd_write(l4, 8) == va(l4) && bnd_write(l4 + 127, 1) == va(l4) + 127,
+          "R-BND-1: lo >= hi (0, 0): nothing open in line 4");
+    bnd_set(b, 4, 10, 10);
+    bm_ok(bnd_write(l4 + 10, 1) == va(l4) + 10, "R-BND-1: lo = hi opens nothing");
+    bnd_set(b, 4, 0, 200);
+    bm_ok(bnd_write(l4, 8) == 0 && bnd_write(l4 + 120, 8) == 0, "R-BND-1: hi above 128 counts as 128");
+    /* Straddling lines 3 and 4: each line's bytes against its own bounds. */
+    bnd_set(b, 3, 40, 128);
+    bnd_set(b, 4, 0, 4);
+    bm_ok(bnd_write(l3 + 124, 8) == 0, "R-BND-1: a write across two bounded lines, every byte open");
+    bnd_set(b, 4, 0, 3);
+    bm_ok(bnd_write(l3 + 124, 8) == va(l4) + 3, "R-BND-1: the same write, one byte of line 4 closed");
+    /* Reads of a write-denied line need no bounds; a read-denied line is bounded the same way. */
+    bnd_set(b, 5, 8, 16);
+    hreset(ACT_PERMIT);
+    bm_ok(run_user_default(u_read8, l3) == 0x80 && run_user_default(u_read8, p + 5 * 128 + 8) == 0x80 &&
+          hcount == 0, "R-BND-1: reads of a write-denied line, and reads inside a read-denied line's bounds, go through");
+    bm_ok(run_user_default(u_read8, p + 5 * 128 + 9) == 0x80 && hcount == 1 &&
+          hlog[0].w[ULPT_FRAME_ADDR] == va(p) + 5 * 128 + 16, "R-BND-1: a read past a read-denied line's hi is delivered");
+    /* Page rights are not opened. */
+    bnd_set(b, 3, 0, 128);
+    ulpt_kset(va(p), ULPT_NW | ULPT_BOUNDS_FIELD(va(b)), ULPT_LINE_NW(3));
+    bm_ok(bnd_write(l3, 8) == va(l3) && ULPT_INFO_REASON(hlog[0].w[ULPT_FRAME_INFO]) == ULPT_REASON_PAGE,
+          "R-BND-1: bounds never open what page rights deny");
+    /* Escalated: CR2 is the first byte not open. */
+    fresh(0);
+    bnd_set(b, 3, 40, 100);
+    ulpt_kset(va(p), ULPT_BOUNDS_FIELD(va(b)), ULPT_LINE_NW(3));
+    bm_ok(escalated(run_user_default(u_write8, l3 + 96), ULPT_KIND_W, va(l3) + 100) &&
+          run_user_default(u_write8, l3 + 48) == 0x80,
+          "R-BND-1: escalated, CR2 is the first byte not open (cr2 %lx)", last_trap.cr2);
+    /* Logged: only an access with a byte not open appends a record. */
+    fresh((uint64_t)ulpt_entry);
+    hreset(ACT_DRAIN);
+    log_setup(4, 0);
+    ulpt_kset(va(p), ULPT_LOG | ULPT_BOUNDS_FIELD(va(b)), ULPT_LINE_NW(3));
+    bm_ok(run_user_default(u_write8, l3 + 48) == 0x80 && log_count() == 0 &&
+          run_user_default(u_write8, l3 + 96) == 0x80 && log_count() == 1 && hcount == 0 &&
+          rec_is(0, va(l3) + 96, ULPT_KIND_W, ULPT_REASON_LINE, 8, (uint64_t)u_write8_insn),
+          "R-BND-1: a LOG entry logs an access only when a byte of it is not open (" REC_FMT ")", REC_ARGS(0));
+    wrmsr(MSR_ULPT_LOG_BASE, 0);
+    /* A 16-byte store half outside: checked whole, nothing written (R-ACC-1). */
+    enable_fpu();
+    fresh((uint64_t)ulpt_entry);
+    for (unsigned i = 0; i < 128; i++)
+        l3[i] = 0;
+    ulpt_kset(va(p), ULPT_BOUNDS_FIELD(va(b)), ULPT_LINE_NW(3));
+    hreset(ACT_SKIP);
+    hskip = 4;                                      /* movdqu %xmm0, (%rax) is 4 bytes */
+    struct acc_args a16 = { l3 + 88, 16 };
+    asm volatile("pcmpeqb %xmm0, %xmm0");         /* all ones (the compiler uses no vector register) */
+    run_user_default(u_store, &a16);
+    int untouched = 1;
+    for (unsigned i = 88; i < 104; i++)
+        untouched &= l3[i] == 0;
+    bm_ok(hcount == 1 && hlog[0].w[ULPT_FRAME_ADDR] == va(l3) + 100 &&
+          ULPT_INFO_SIZE(hlog[0].w[ULPT_FRAME_INFO]) == 16 && untouched,
+          "R-BND-1: a 16-byte store with its last 4 bytes outside is delivered whole, nothing written ("
+          FRAME_FMT ")", FRAME_ARGS(&hlog[0]));
+}
+
+/* Reading the bounds: only for a denied line the access touches, through paging, never cached. */
+static void bnd2_read(void)
+{
+    uint8_t *b = bndpage, *p = tp[3], *l3 = p + 3 * 128;
+    uint64_t r;
+
+    fresh((uint64_t)ulpt_entry);
+    bnd_set(b, 3, 0, 128);
+    ulpt_kset(va(p), ULPT_BOUNDS_FIELD(va(b) + 64), ULPT_LINE_NW(3));
+    bnd_set(b + 64, 3, 0, 128);
+    *pte_of(b) &= ~1ull;                            /* the bounds' page not present */
+    invlpg(b);
+    hreset(ACT_PERMIT);
+    r = run_user_default(u_write8, p + 2 * 128);
+    bm_ok(r == 0x80 && run_user_default(u_read8, l3) == 0x80 && hcount == 0,
+          "R-BND-2: an access to a line that is not denied for its kind reads no bounds (no #PF)");
+    r = run_user_default(u_write8, l3 + 8);
+    bm_ok(r == 14 && last_trap.error == PF_U && last_trap.cr2 == va(b) + 64 + 6 && hcount == 0,
+          "R-BND-2: the bounds read is a CPL 3 read through paging: #PF without the ULPT bit, CR2 = lo's address (err %lx cr2 %lx)",
+          last_trap.error, last_trap.cr2);
+    *pte_of(b) |= 1;
+    invlpg(b);
+    *(volatile uint64_t *)(l3 + 8) = 0;
+    bm_ok(run_user_default(u_write8, l3 + 8) == 0x80 && hcount == 0 && *(volatile uint64_t *)(l3 + 8) == 0x55,
+          "R-BND-2: once the page is present the instruction runs again and completes");
+    /* No copy: a plain store to the bounds applies to the next access. */
+    b[64 + 6] = 16;
+    bm_ok(run_user_default(u_write8, l3 + 8) == 0x80 && hcount == 1 && hlog[0].w[ULPT_FRAME_ADDR] == va(l3) + 8,
+          "R-BND-2: a plain store to the bounds applies to the next access (no view store)");
+    b[64 + 6] = 0;
+    hreset(ACT_PERMIT);
+    bm_ok(run_user_default(u_write8, l3 + 8) == 0x80 && hcount == 0, "R-BND-2: and back");
+    /* Bounds in the view: not read, nothing open. */
+    ulpt_kset(va(p), ULPT_BOUNDS_FIELD(VIEW_BASE), ULPT_LINE_NW(3));
+    bm_ok(run_user_default(u_write8, l3 + 8) == 0x80 && hcount == 1 && hlog[0].w[ULPT_FRAME_ADDR] == va(l3) + 8,
+          "R-BND-2: bounds in the view open nothing");
+}
+
+/* BOUNDS is part of word 0: view stores, the frame, reserved bits around it. */
+static void bnd3_entry(void)
+{
+    uint8_t *b = bndpage, *p = tp[3], *l3 = p + 3 * 128;
+    volatile uint64_t *e;
+
+    fresh((uint64_t)ulpt_entry);
+    bnd_set(b, 3, 0, 64);
+    bnd_set(b + 128, 3, 0, 128);
+    ulpt_kset(va(p), ULPT_BOUNDS_FIELD(va(b)), ULPT_LINE_NW(3));
+    bm_ok(bnd_write(l3 + 64, 8) == va(l3) + 64 &&
+          hlog[0].w[ULPT_FRAME_ENTRY0] == ULPT_BOUNDS_FIELD(va(b)) &&
+          hlog[0].w[ULPT_FRAME_ENTRY1] == ULPT_LINE_NW(3),
+          "R-BND-3: the frame carries BOUNDS in word 0 as read (%lx)", hlog[0].w[ULPT_FRAME_ENTRY0]);
+    /* A CPL 3 view store that changes BOUNDS: the write right after it sees the new bounds. */
+    e = ulpt_view_entry(va(p));
+    struct view_args vw = { e, ULPT_BOUNDS_FIELD(va(b) + 128), ULPT_LINE_NW(3), (uint64_t *)(l3 + 64) };
+    hreset(ACT_PERMIT);
+    bm_ok(run_user_default(u_view_then_write, &vw) == 0x80 && hcount == 0 &&
+          *(volatile uint64_t *)(l3 + 64) == 0x1234,
+          "R-BND-3: a view store that changes BOUNDS applies to the next access");
+    /* Bounds without denied lines restrict nothing and are never read. */
+    *pte_of(b) &= ~1ull;
+    invlpg(b);
+    ulpt_kset(va(p), ULPT_BOUNDS_FIELD(va(b)), 0);
+    bm_ok(bnd_write(l3, 8) == 0,
+          "R-BND-3: an entry with bounds and no denied line restricts nothing");
+    *pte_of(b) |= 1;
+    invlpg(b);
+    /* Bits 55:50 stay reserved. */
+    ulpt_kset(va(p), ULPT_BOUNDS_FIELD(va(b)) | 1ull << 50, 0);
+    hreset(ACT_PERMIT);
+    bm_ok(run_user_default(u_read8, p) == 0x80 && hcount == 1 &&
+          ULPT_INFO_REASON(hlog[0].w[ULPT_FRAME_INFO]) == ULPT_REASON_MALFORMED,
+          "R-TBL-2: bit 50, above BOUNDS, is reserved: malformed");
+}
+
 /* Exactly once: records appear when the instruction completes; an instruction abandoned by a
    delivery or a fault logs when it runs again; one record per access, two for a RMW. */
 struct movs_args { void *src, *dst; };
@@ -2354,6 +2527,9 @@ static const struct test_case ulpt_tests[] = {
     { "R-LOG-7", log7_index, 1 },
     { "R-CNT-1", cnt1_counted, 11 },
     { "R-CNT-2", cnt2_addition, 5 },
+    { "R-BND-1", bnd1_open, 14 },
+    { "R-BND-2", bnd2_read, 6 },
+    { "R-BND-3", bnd3_entry, 4 },
 };
 
 void tests(void)

@@ -985,9 +985,9 @@ static void table_random(struct rng *r, int all_allow)
         }
         if (rn(r, 3) == 0) s->w0 |= rnext(r) & ULPT_PAGE_SW_MASK;
         if (k >= 95) {
-            /* A reserved bit of 55:3; bit 8 is LOG (spec 4.3), not reserved. */
-            unsigned bit = 3 + rn(r, 52);
-            s->w0 |= 1ull << (bit + (bit >= 8));
+            /* A reserved bit: 7:3 or 55:50 (bit 8 is LOG, 49:9 BOUNDS; spec 4.3). */
+            unsigned bit = rn(r, 11);
+            s->w0 |= 1ull << (bit < 5 ? 3 + bit : 50 + bit - 5);
             s->malformed = 1;
         }
     }
@@ -1966,7 +1966,7 @@ static void msr_campaign(uint64_t start, uint64_t count)
         uint64_t pg = DATA + rn(&r, DATA_PAGES) * PAGE;
         fz_compat_addr = (uint32_t)(pg + rn(&r, PAGE - 4));
         unsigned how = rn(&r, 3);
-        ulpt_kset(pg, how == 0 ? ULPT_NR : how == 1 ? 0 : 1ull << 20,
+        ulpt_kset(pg, how == 0 ? ULPT_NR : how == 1 ? 0 : 1ull << 50,   /* 50: reserved */
                   how == 1 ? ULPT_LINE_NR((fz_compat_addr >> 7) & 31) : 0);
         v = run_user_default(user_compat, compat_load);
         ncompat++;

@@ -14,6 +14,7 @@
 #define P_VIEW_STORE 7
 #define P_KENTRY 50
 #define P_LOG_RECORD 3
+#define P_BOUNDS 5
 
 static uint8_t tp[4 * PAGE] __attribute__((aligned(4096)));
 static uint8_t np[PAGE] __attribute__((aligned(4096)));  /* made not present */
@@ -336,6 +337,32 @@ static void model4_log(void)
           field(ULPT_MODEL_F_LOG_EVENTS), field(ULPT_MODEL_F_DELIVERIES));
 }
 
+/* 10 stores to the open bytes of a write-denied line: each reads the line's bounds once. */
+static uint8_t bnd[ULPT_BOUNDS_SIZE] __attribute__((aligned(64)));
+static uint64_t bounded_cycles(uint64_t lines)
+{
+    bnd[0] = 0;
+    bnd[1] = 128;                           /* line 0: every byte open */
+    ulpt_clear_all();
+    ulpt_enable((uint64_t)ulpt_entry);
+    ulpt_kset((uint64_t)tp, lines ? ULPT_BOUNDS_FIELD((uint64_t)bnd) : 0, lines);
+    run_user_default(seq_stores, tp);
+    ulpt_disable();
+    return field(ULPT_MODEL_F_CYCLES);
+}
+
+/* R-MODEL-4: each line's bounds read costs `bounds` (field 13); none without a denied line. */
+static void model4_bounds(void)
+{
+    uint64_t plain = bounded_cycles(0), reads0 = field(ULPT_MODEL_F_BOUNDS_READS);
+    uint64_t bounded = bounded_cycles(ULPT_LINE_NW(0));
+
+    bm_ok(reads0 == 0 && field(ULPT_MODEL_F_BOUNDS_READS) == 10 &&
+          field(ULPT_MODEL_F_DELIVERIES) == 0 && bounded - plain == 10 * P_BOUNDS,
+          "R-MODEL-4: 10 stores to open bytes of a denied line: 10 bounds reads, no delivery, "
+          "%d cycles each (%lu - %lu)", P_BOUNDS, bounded, plain);
+}
+
 /* R-MODEL-5: a record's default charge. */
 static void model5_log(void)
 {
@@ -345,6 +372,15 @@ static void model5_log(void)
           "R-MODEL-5: log-record 8 by default (%lu - %lu)", logged, plain);
 }
 
+/* R-MODEL-5: a bounds read's default charge. */
+static void model5_bounds(void)
+{
+    uint64_t plain = bounded_cycles(0), bounded = bounded_cycles(ULPT_LINE_NW(0));
+
+    bm_ok(field(ULPT_MODEL_F_BOUNDS_READS) == 10 && bounded - plain == 10 * 2,
+          "R-MODEL-5: bounds 2 by default (%lu - %lu)", bounded, plain);
+}
+
 static const struct test_case model_tests[] = {
     { "R-MODEL-1:query", model1_query, 6 },
     { "R-MODEL-2", model2_exact, 5 },
@@ -352,8 +388,10 @@ static const struct test_case model_tests[] = {
     { "R-MODEL-3:interrupt", model3_interrupt, 1 },
     { "R-MODEL-4", model4_events, 4 },
     { "R-MODEL-4:log", model4_log, 2 },
+    { "R-MODEL-4:bounds", model4_bounds, 1 },
     { "R-MODEL-5", model5_defaults, 2 },
     { "R-MODEL-5:log", model5_log, 1 },
+    { "R-MODEL-5:bounds", model5_bounds, 1 },
     { "R-MODEL-1:off", model1_off, 1 },
 };
 

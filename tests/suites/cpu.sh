@@ -51,7 +51,7 @@ by_name() {
 model() {
   local out r rc=0 p=ulpt,ulpt-model=on,ulpt-model-cpi=2,ulpt-model-deliver=1000,ulpt-model-uiret=100
   p=$p,ulpt-model-uiret-permit=300,ulpt-model-view-store=7,ulpt-model-kentry=50,ulpt-model-kernel=on
-  p=$p,ulpt-model-log-record=3
+  p=$p,ulpt-model-log-record=3,ulpt-model-bounds=5
   run "$p" ulpt-model 1 --append 'R-MODEL-1:query R-MODEL-2 R-MODEL-3 R-MODEL-4' || rc=1
   run ulpt,ulpt-model=on ulpt-model 1 --append R-MODEL-5 || rc=1
   # One charge changed between two runs: the cycles differ by exactly its change times the
