@@ -26,7 +26,7 @@
 static const char *const names[] = {
 	"cycles", "insns_user", "insns_kernel", "deliveries", "returns", "returns_permit",
 	"after_events", "view_stores", "remote_syncs", "escalations", "kernel_entries",
-	"log_records", "log_events",
+	"log_records", "log_events", "bounds_reads",
 };
 
 static void usage(void)
@@ -44,14 +44,14 @@ static int report(const struct ulpt_model *m, const char *out)
 		fprintf(stderr, "ulpt-model: %llu modeled cycles: %llu instructions at CPL 3, %llu "
 			"at CPL 0, %llu deliveries, %llu UIRETs (%llu with PERMIT or STEP), %llu "
 			"after events, %llu view stores, %llu remote syncs, %llu escalations, %llu "
-			"kernel entries, %llu log records, %llu log events\n",
+			"kernel entries, %llu log records, %llu log events, %llu bounds reads\n",
 			(unsigned long long)m->cycles, (unsigned long long)m->insns_user,
 			(unsigned long long)m->insns_kernel, (unsigned long long)m->deliveries,
 			(unsigned long long)m->returns, (unsigned long long)m->returns_permit,
 			(unsigned long long)m->after_events, (unsigned long long)m->view_stores,
 			(unsigned long long)m->remote_syncs, (unsigned long long)m->escalations,
 			(unsigned long long)m->kernel_entries, (unsigned long long)m->log_records,
-			(unsigned long long)m->log_events);
+			(unsigned long long)m->log_events, (unsigned long long)m->bounds_reads);
 		return 0;
 	}
 	o = fopen(out, "w");

@@ -342,12 +342,13 @@ struct ulpt_model {
 	uint64_t kernel_entries;    /* exceptions, interrupts and system calls from CPL 3 */
 	uint64_t log_records;       /* records appended to access logs, and counter additions */
 	uint64_t log_events;        /* log events (a threshold of records reached) */
+	uint64_t bounds_reads;      /* lines' byte bounds read (docs/spec.md R-BND-2) */
 };
 
 /* The CPUID interface; the same values as include/ulpt/arch.h's ULPT_MODEL_*. */
 #define ULPT_MODEL_LEAF_      0x4c505400u
 #define ULPT_MODEL_SIGNATURE_ 0x54504c55u
-#define ULPT_MODEL_NFIELDS_   13u
+#define ULPT_MODEL_NFIELDS_   14u
 
 ULPTINLINE uint32_t ulpt_model_op_(uint32_t op, uint32_t *b, uint32_t *d)
 {

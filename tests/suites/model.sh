@@ -50,7 +50,7 @@ import json, sys
 j = json.load(open(sys.argv[1]))
 assert set(j) == {"cycles", "insns_user", "insns_kernel", "deliveries", "returns", "returns_permit",
                   "after_events", "view_stores", "remote_syncs", "escalations", "kernel_entries",
-                  "log_records", "log_events"}
+                  "log_records", "log_events", "bounds_reads"}
 assert j["insns_kernel"] > 0 and j["cycles"] == j["insns_user"] + j["insns_kernel"]
 ' "$dir/k.json" 2>&1; echo $?) \
   "ulpt-run --model=kernel=on,kentry=0 --model-json: every field; cycles = all instructions" "$(cat "$dir/k.json" "$dir/err" 2>&1)"
