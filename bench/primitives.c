@@ -13,7 +13,7 @@
  *                        does not pay (4-5x less in QEMU)
  *   fault_roundtrip_ns   one denied write: the fault, the handler, the write retried/let through
  * Backends:
- *   ulpt      libulpt on the ULPT backend. protect: ulpt_page_deny() (one store through the
+ *   ulpt      libulpt on the ULPT backend. protect: ulpt_page_deny() (a load and a store through the
  *             table view); line_protect_ns: ulpt_line_deny() of one 128-byte line (a load and a
  *             store). Round trip: a write to a line denied with line rights, delivered through
  *             libulpt's default (vector-saving) entry stub to a C handler that returns

@@ -122,10 +122,17 @@ int ulpt_protect_lines(void *addr, size_t len, unsigned deny);
 int ulpt_get(const void *addr, unsigned *page_deny, unsigned *line_deny);
 int ulpt_protect_line_word(void *addr, uint64_t word);
 
+/* Byte bounds (docs/spec.md 4.5, ulpt_page_bounds(3)): for line i of a page, bytes
+ * [line[i][0], line[i][1]) of the line (offsets 0..128; hi above 128 counts as 128; lo >= hi:
+ * none) stay open when the line is denied. */
+struct ulpt_bounds { uint8_t line[32][2]; } __attribute__((aligned(64)));
+int ulpt_protect_bounds(void *addr, const struct ulpt_bounds *b);
+
 /* --- inline fast paths -------------------------------------------------------------------
- * On the ULPT backend a page's entry is two words in the table view: word 0 the page rights,
- * word 1 two bits per line (bit 2i: no read of line i, bit 2i+1: no write). These functions
- * are one store or load there, and call the general functions otherwise. */
+ * On the ULPT backend a page's entry is two words in the table view: word 0 the page rights
+ * and the address of its byte bounds, word 1 two bits per line (bit 2i: no read of line i,
+ * bit 2i+1: no write). These functions are a store, a load, or a load and a store there, and
+ * call the general functions otherwise. */
 struct ulpt_lib_state_ {
 	volatile uint64_t *view;    /* the table view, or NULL when the backend is not ULPT */
 	int backend;                /* enum ulpt_backend, 0 before ulpt_init */
@@ -133,17 +140,23 @@ struct ulpt_lib_state_ {
 extern struct ulpt_lib_state_ ulpt_lib_state_;
 
 #define ULPT_VA_LIMIT_  (1ull << 47)    /* the table covers addresses below this */
+/* Word 0 bits 49:9: bits 46:6 of the address of the page's bounds (the ABI's ULPT_BOUNDS_MASK).
+ * The rights stores below keep them: a program sets bounds once and changes rights often. */
+#define ULPT_BOUNDS_MASK_  0x0003fffffffffe00ull
 
 ULPTINLINE volatile uint64_t *ulpt_entry_(const void *addr)
 {
 	return ulpt_lib_state_.view + ((uintptr_t)addr >> 12) * 2;
 }
 
-/* Sets the denied rights of the page that holds addr (any address in it). */
+/* Sets the denied rights of the page that holds addr (any address in it), keeping its bounds:
+ * a load and a store of word 0 (see ulpt_line_deny about concurrent changes of one page). */
 ULPTINLINE int ulpt_page_deny(void *addr, unsigned deny)
 {
 	if (ulpt_lib_state_.view && (uintptr_t)addr < ULPT_VA_LIMIT_ && !(deny & ~ULPT_PAGE_MASK_)) {
-		ulpt_entry_(addr)[0] = deny;
+		volatile uint64_t *w = ulpt_entry_(addr);
+
+		*w = (*w & ULPT_BOUNDS_MASK_) | deny;
 		return 0;
 	}
 	return ulpt_protect((void *)((uintptr_t)addr & ~(uintptr_t)(ULPT_PAGE_SIZE - 1)),
@@ -192,6 +205,23 @@ ULPTINLINE int ulpt_page_rights(const void *addr)
 		return (int)(ulpt_entry_(addr)[0] & ULPT_PAGE_MASK_);
 	r = ulpt_get(addr, &page, NULL);
 	return r < 0 ? r : (int)page;
+}
+
+/* Points the page that holds addr at the bounds b (NULL: none), keeping its rights: a load and
+ * a store of word 0, the field being b's address bits 46:6. b stays the caller's: it must stay
+ * valid and 64-byte aligned while set, and a plain store to its bytes applies to the next
+ * access. 0, or -EINVAL (b misaligned or not below 2^47, addr not covered), -ENOSYS before
+ * ulpt_init. */
+ULPTINLINE int ulpt_page_bounds(void *addr, const struct ulpt_bounds *b)
+{
+	if (ulpt_lib_state_.view && (uintptr_t)addr < ULPT_VA_LIMIT_ &&
+	    !((uintptr_t)b & ~(uintptr_t)(ULPT_VA_LIMIT_ - 64))) {
+		volatile uint64_t *w = ulpt_entry_(addr);
+
+		*w = (*w & ~ULPT_BOUNDS_MASK_) | (uint64_t)(uintptr_t)b << 3;
+		return 0;
+	}
+	return ulpt_protect_bounds(addr, b);
 }
 
 /*
@@ -342,7 +372,7 @@ struct ulpt_model {
 	uint64_t kernel_entries;    /* exceptions, interrupts and system calls from CPL 3 */
 	uint64_t log_records;       /* records appended to access logs, and counter additions */
 	uint64_t log_events;        /* log events (a threshold of records reached) */
-	uint64_t bounds_reads;      /* lines' byte bounds read (docs/spec.md R-BND-2) */
+	uint64_t bounds_reads;      /* lines' byte bounds read (ulpt_page_bounds) */
 };
 
 /* The CPUID interface; the same values as include/ulpt/arch.h's ULPT_MODEL_*. */

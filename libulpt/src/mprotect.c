@@ -18,6 +18,9 @@
  *   (ulpt_count_start) the same, with counters added to instead of records appended.
  * - Faults that are not on a protected page, or not of a denied kind, go to the SIGSEGV (or
  *   SIGTRAP) handler the program had before ulpt_init.
+ * - Byte bounds (ulpt_page_bounds): a page whose rights are its lines' union has every line
+ *   denied them, and its bounds, read at each fault, open bytes in them: an access to open
+ *   bytes only is let through as an allowed one (below, "Byte bounds").
  *
  * SPDX-License-Identifier: MIT
  */
@@ -99,6 +102,9 @@ static unsigned char *slot(uintptr_t page_nr, int alloc)
 /* Denied writes (and not reads) through userfaultfd (uffd.c), the page PROT_READ|PROT_WRITE:
  * the kernel's own writes to it (a system call's) then go on, and are counted. */
 #define SLOT_WP 0x10u
+/* The rights are the union of the page's lines' (ulpt_protect_line_word), not page rights
+ * (ulpt_protect): its bounds open bytes in them (R-BND-1 never opens page rights). */
+#define SLOT_LINES 0x20u
 
 static unsigned slot_of(uintptr_t addr)
 {
@@ -160,10 +166,12 @@ static int enforce(uintptr_t a, size_t len, unsigned b, int was_wp)
 	return 0;
 }
 
-static int mp_protect(void *addr, size_t len, unsigned deny)
+/* Gives [addr, addr + len) the rights deny: the page's own, or (lines) its lines' union. */
+static int set_rights(void *addr, size_t len, unsigned deny, int lines)
 {
 	uintptr_t a = (uintptr_t)addr;
-	unsigned b = (deny & 7) | (deny & ULPT_DENY_LOG ? SLOT_LOG : 0) | (wp_for(deny) ? SLOT_WP : 0);
+	unsigned b = (deny & 7) | (deny & ULPT_DENY_LOG ? SLOT_LOG : 0) | (wp_for(deny) ? SLOT_WP : 0) |
+		     (lines && (deny & 7) ? SLOT_LINES : 0);
 	int was_wp = 0, e;
 
 	/* The table first, so that a fault racing with the change finds the new rights. */
@@ -191,6 +199,190 @@ static int mp_protect(void *addr, size_t len, unsigned deny)
 			__atomic_compare_exchange_n(sl, &l, 0, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 		}
 	}
+	return 0;
+}
+
+static int mp_protect(void *addr, size_t len, unsigned deny)
+{
+	return set_rights(addr, len, deny, 0);
+}
+
+/*
+ * Byte bounds (ulpt_page_bounds, docs/spec.md 4.5). A page's bounds pointer is in a second
+ * radix table, made as pages get bounds; the bounds stay in the program's memory and are read
+ * at each fault, so that a store to them applies to the next access (R-BND-2). There are no
+ * lines here: a page with SLOT_LINES has every line denied its rights, and an access is denied
+ * only at a byte that those rights deny and its line's bounds do not open (closed, below). An
+ * access with no closed byte is let through as an allowed one: no handler, no record, no
+ * count. One whose size is not decoded is taken as closed at its first byte.
+ */
+static uintptr_t **btable[1u << L1_BITS];
+
+/* The level below *at, made if alloc (a racing maker's copy wins). */
+static void *blevel(void **at, size_t size, int alloc)
+{
+	void *l = __atomic_load_n(at, __ATOMIC_ACQUIRE), *n;
+
+	if (l || !alloc || !(n = zalloc(size)))
+		return l;
+	if (__atomic_compare_exchange_n(at, &l, n, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return n;
+	munmap(n, size);
+	return l;
+}
+
+static uintptr_t *bslot(uintptr_t page_nr, int alloc)
+{
+	unsigned i1 = page_nr >> (L2_BITS + L3_BITS), i2 = (page_nr >> L3_BITS) & ((1u << L2_BITS) - 1);
+	uintptr_t **l2 = blevel((void **)&btable[i1], sizeof(*l2) << L2_BITS, alloc), *l3;
+
+	l3 = l2 ? blevel((void **)&l2[i2], sizeof(*l3) << L3_BITS, alloc) : NULL;
+	return l3 ? &l3[page_nr & ((1u << L3_BITS) - 1)] : NULL;
+}
+
+/* The bounds of the page at p whose slot byte is sb, if they apply to an access of kind k. */
+static const uint8_t *bounds_for(uintptr_t p, unsigned sb, unsigned k)
+{
+	uintptr_t *b;
+
+	if (!(sb & SLOT_LINES) || !(sb & k) || !(b = bslot(p >> 12, 0)))
+		return NULL;
+	return (const uint8_t *)__atomic_load_n(b, __ATOMIC_ACQUIRE);
+}
+
+/* Line i's lo and hi (hi at most 128), as the program left them: through the kernel where the
+ * library denies their page reads (the CPU's read is not checked by ULPT either); unreadable,
+ * they open nothing. */
+static void bounds_line(const uint8_t *b, unsigned i, unsigned *lo, unsigned *hi)
+{
+	uint8_t v[2] = { 0, 0 };
+	uintptr_t a = (uintptr_t)b + 2 * i;
+
+	if (!(rights_of(a) & ULPT_DENY_R)) {
+		v[0] = ((const volatile uint8_t *)a)[0];
+		v[1] = ((const volatile uint8_t *)a)[1];
+	} else if (ulpt_ool_read_(a, v, 2) != 0) {
+		v[0] = v[1] = 0;
+	}
+	*lo = v[0];
+	*hi = v[1] < ULPT_LINE_SIZE ? v[1] : ULPT_LINE_SIZE;
+}
+
+/* The first closed byte of [a, end) (end == a: a size not known), all in the page at p whose
+ * slot byte is sb, for an access of kind k: 1 and *at, or 0. */
+static int part_closed(uintptr_t p, unsigned sb, uintptr_t a, uintptr_t end, unsigned k, uintptr_t *at)
+{
+	const uint8_t *b;
+
+	if (!(sb & k))
+		return 0;
+	if (end == a || !(b = bounds_for(p, sb, k))) {
+		*at = a;
+		return 1;
+	}
+	for (uintptr_t l = a & ~(uintptr_t)(ULPT_LINE_SIZE - 1); l < end; l += ULPT_LINE_SIZE) {
+		unsigned lo, hi, x = (unsigned)(a > l ? a - l : 0);
+		unsigned y = (unsigned)(end - l < ULPT_LINE_SIZE ? end - l : ULPT_LINE_SIZE);
+
+		bounds_line(b, (unsigned)(l >> 7) & 31, &lo, &hi);
+		if (x >= lo && y <= hi)
+			continue;               /* open: lo <= x < y <= hi */
+		*at = l + (x < lo || x >= hi ? x : hi);
+		return 1;
+	}
+	return 0;
+}
+
+/* The pages of [start, start + size) (size 0: not known), each with its part, to fn until it
+ * returns non-zero; that value, or 0. Pages at or above 2^47 are not covered. */
+static int each_part(uintptr_t start, size_t size,
+		     int (*fn)(uintptr_t p, uintptr_t a, uintptr_t end, void *arg), void *arg)
+{
+	uintptr_t last = start + (size ? size - 1 : 0);
+
+	if (last < start)
+		return 0;
+	for (uintptr_t p = start & ~(uintptr_t)(ULPT_PAGE_SIZE - 1); p <= last && p < ULPT_VA_LIMIT_;
+	     p += ULPT_PAGE_SIZE) {
+		uintptr_t a = p > start ? p : start;
+		uintptr_t end = !size ? a : last - p < ULPT_PAGE_SIZE ? last + 1 : p + ULPT_PAGE_SIZE;
+		int r = fn(p, a, end, arg);
+
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+struct closed_arg {
+	unsigned k;
+	uintptr_t at;
+};
+
+static int closed_part(uintptr_t p, uintptr_t a, uintptr_t end, void *arg)
+{
+	struct closed_arg *c = arg;
+
+	return part_closed(p, slot_of(p), a, end, c->k, &c->at);
+}
+
+/* The first closed byte of an access of kind k: 1 and *at, or 0 if it has none. */
+static int first_closed(uintptr_t start, size_t size, unsigned k, uintptr_t *at)
+{
+	struct closed_arg c = { k, 0 };
+
+	if (!each_part(start, size, closed_part, &c))
+		return 0;
+	*at = c.at;
+	return 1;
+}
+
+/* Whether the page of addr has bounds that apply to an access of kind k. */
+static int bounded(uintptr_t addr, unsigned k)
+{
+	return addr < ULPT_VA_LIMIT_ && bounds_for(addr, slot_of(addr), k) != NULL;
+}
+
+/* The access of the instruction at ip that holds addr, decoded: its extent, and for each
+ * kind it has (kind, the fault's, at least) whether a byte of it is closed, and the first. */
+struct bnd_access {
+	uintptr_t start;
+	size_t size;
+	unsigned kinds;                 /* those with a closed byte */
+	uintptr_t at[2];                /* the first closed byte, reads' and writes' */
+};
+
+/* 1 if the access is decoded, 0 if not (it is then closed at addr). */
+static int bounds_decide(uintptr_t ip, const ucontext_t *uc, uintptr_t addr, unsigned kind,
+			 struct bnd_access *ba)
+{
+	struct ulpt_ool_mem m[LOG_MAX_PEND];
+	int n = ool_ready ? ulpt_ool_mem_(ip, uc, m, LOG_MAX_PEND) : -1;
+
+	for (int i = 0; i < n; i++) {
+		unsigned kinds = (kind | m[i].kinds) & ULPT_DENY_RW;
+
+		if (addr - m[i].start >= m[i].size)
+			continue;
+		ba->start = m[i].start;
+		ba->size = m[i].size;
+		ba->kinds = 0;
+		for (unsigned k = ULPT_DENY_R; k <= ULPT_DENY_W; k <<= 1)
+			if ((kinds & k) && first_closed(m[i].start, m[i].size, k, &ba->at[k - 1]))
+				ba->kinds |= k;
+		return 1;
+	}
+	return 0;
+}
+
+static int mp_bounds(uintptr_t page, const struct ulpt_bounds *b)
+{
+	uintptr_t *s = bslot(page >> 12, b != NULL);
+
+	if (!s)
+		return b ? -ENOMEM : 0;         /* none to clear */
+	/* No protection changes: the page faults as before, and the fault reads them. */
+	__atomic_store_n(s, (uintptr_t)b, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -234,25 +426,34 @@ static int rep_string(uintptr_t ip)
  * A count table (ulpt_count_start) takes the same plan and adds to its counters instead.
  */
 
-/* How the pages of [start, start + size) take an access of kind k: 0 none denies it, 1 those
- * that deny it log it, 2 one denies it without logging (a violation). */
+/* How the pages of [start, start + size) take an access of kind k: 0 none denies it (its
+ * bytes there open, for pages with bounds), 1 those that deny it log it, 2 one denies it
+ * without logging (a violation). */
+struct status_arg {
+	unsigned k;
+	int denied;
+};
+
+static int status_part(uintptr_t p, uintptr_t a, uintptr_t end, void *arg)
+{
+	struct status_arg *st = arg;
+	unsigned sb = slot_of(p);
+	uintptr_t at;
+
+	if (!part_closed(p, sb, a, end, st->k, &at))
+		return 0;
+	st->denied = 1;
+	return (sb & SLOT_LOG) ? 0 : 2;
+}
+
 static int log_status(uintptr_t start, size_t size, unsigned k)
 {
+	struct status_arg st = { k, 0 };
 	uintptr_t last = start + (size ? size - 1 : 0);
-	int denied = 0;
 
 	if (last < start || last >= ULPT_VA_LIMIT_)
 		return 0;
-	for (uintptr_t p = start & ~(uintptr_t)(ULPT_PAGE_SIZE - 1); p <= last; p += ULPT_PAGE_SIZE) {
-		unsigned r = rights_of(p);
-
-		if (!(r & k))
-			continue;
-		if (!(r & ULPT_DENY_LOG))
-			return 2;
-		denied = 1;
-	}
-	return denied;
+	return each_part(start, size, status_part, &st) ? 2 : st.denied;
 }
 
 /* The records of the instruction at ip, whose access at addr faulted: each of its accesses
@@ -664,6 +865,25 @@ static void ool_end(ucontext_t *uc, uintptr_t next_ip)
 		gr[REG_RIP] = (greg_t)ulpt_ool_jump_();
 }
 
+/* A REP string instruction running out of line reached a page whose bounds apply, where each
+ * element must be decided on its own: its iterations so far are done (their records, an
+ * after-call due), and it goes on in place from the element that faulted (on_segv). */
+static void ool_rep_pause(ucontext_t *uc)
+{
+	greg_t *gr = uc->uc_mcontext.gregs;
+
+	ulpt_ool_cancel_(uc);                   /* RIP at the instruction, its registers as left */
+	log_values(ulpt_log_st_);
+	close_pages();
+	step_ool = 0;
+	if (step_own_tf)
+		gr[REG_EFL] |= RFLAGS_TF;
+	step_own_tf = 0;
+	uc->uc_sigmask = step_mask;
+	log_append(step_pending, uc);
+	after_call(&gr[REG_RIP], &gr[REG_EFL]);
+}
+
 /* The out-of-line instruction did not complete (a fault that is not the library's, or
  * ULPT_SKIP): back to the program's instruction, as if it had faulted there. */
 static void ool_cancel(ucontext_t *uc)
@@ -812,8 +1032,9 @@ static void on_segv(int sig, siginfo_t *si, void *ucv)
 	ulpt_handler_t handler = __atomic_load_n(&ulpt_lib_.handler, __ATOMIC_ACQUIRE);
 	struct ulpt_log_st *lg = ulpt_log_st_;
 	enum ulpt_action act;
-	int saved_errno = errno, logged = 0;
+	int saved_errno = errno, logged = 0, bpage, bnd = 0, open = 0, each = 0;
 	uintptr_t ip = (uintptr_t)gr[REG_RIP];
+	struct bnd_access ba;
 
 	if (from_uffd) {
 		if (si->si_errno == UFFD_SIG_SYSCALL)
@@ -849,6 +1070,17 @@ static void on_segv(int sig, siginfo_t *si, void *ucv)
 		chain(&old_segv, sig, si, ucv);     /* not one of ours */
 		return;
 	}
+	bpage = (deny & kind) && kind != ULPT_DENY_X && bounded(addr, kind);
+	/* A page with bounds, where this fault would be delivered rather than logged: a REP string
+	 * instruction's elements are accesses of their own (R-LOG-2), run one per fault. */
+	if (bpage && !(lg && (deny & ULPT_DENY_LOG)) && rep_string(ip)) {
+		if (step_ool && step_n) {
+			ool_rep_pause(uc);          /* reached out of line: the rest from here */
+			errno = saved_errno;
+			return;
+		}
+		each = 1;
+	}
 	if (lg && !step_n)
 		lg->planned = 0;                    /* a new instruction: its own records */
 	if (lg && (deny & ULPT_DENY_LOG) && kind != ULPT_DENY_X) {
@@ -860,8 +1092,14 @@ static void on_segv(int sig, siginfo_t *si, void *ucv)
 				log_full(lg, lg->npend);        /* else when it completes */
 		}
 	}
-	if (logged || !(deny & kind)) {
-		act = ULPT_PERMIT;                  /* logged, or allowed by its rights */
+	/* Byte bounds: an access with no closed byte is an allowed one (R-BND-1); a logged one was
+	 * decided by its plan (log_status). */
+	if (bpage && !logged && !(step_n && (step_kinds & kind) && !rep_string(ip))) {
+		bnd = bounds_decide(ip, uc, addr, kind, &ba);
+		open = bnd && !ba.kinds;
+	}
+	if (logged || !(deny & kind) || open) {
+		act = ULPT_PERMIT;                  /* logged, allowed by its rights, or open */
 	} else if (step_n && (step_kinds & kind) && !rep_string(ip)) {
 		/* Another page of the instruction, of a kind already let through (R-RET-2: an
 		 * access is delivered whole, once; a REP string instruction's next element is a
@@ -881,9 +1119,15 @@ static void on_segv(int sig, siginfo_t *si, void *ucv)
 		/* The record as on ULPT: the whole access the address is in (the decode of the
 		 * out-of-line step; at the instruction's first fault, whose registers are the
 		 * program's), and each of its kinds the page denies, the read first (R-RET-3): the
-		 * kernel reports a read-modify-write as one write fault. Undecoded: size 0. */
-		int nm = !step_n && kind != ULPT_DENY_X && ool_ready ? ulpt_ool_mem_(ip, uc, m, 4) : -1;
-		unsigned kinds = kind;
+		 * kernel reports a read-modify-write as one write fault. Undecoded: size 0. With
+		 * bounds, the kinds with a closed byte, each at its first. */
+		int nm = !bnd && !step_n && kind != ULPT_DENY_X && ool_ready ? ulpt_ool_mem_(ip, uc, m, 4) : -1;
+		unsigned kinds = bnd ? ba.kinds : kind;
+
+		if (bnd) {
+			f.start = ba.start;
+			f.size = ba.size;
+		}
 
 		for (int i = 0; i < nm; i++)
 			if (addr - m[i].start < m[i].size) {
@@ -898,6 +1142,8 @@ static void on_segv(int sig, siginfo_t *si, void *ucv)
 			if (!(kinds & k))
 				continue;
 			f.kind = k;
+			if (bnd)
+				f.addr = ba.at[k - 1];
 			act = handler(&f, ulpt_lib_.handler_arg);
 			if (act == ULPT_PERMIT_STEP) {
 				/* The last fault of the instruction gives the after-call's record. */
@@ -919,7 +1165,8 @@ static void on_segv(int sig, siginfo_t *si, void *ucv)
 	if (act == ULPT_PERMIT) {
 		uintptr_t page = addr & ~(uintptr_t)(ULPT_PAGE_SIZE - 1);
 
-		step_kinds |= kind;
+		if (!open)
+			step_kinds |= kind;         /* open: nothing was let through */
 		if (step_n == MAX_STEP && rep_string(ip)) {
 			/* A REP string instruction goes on page after page (a memcpy of 20 KiB): the
 			 * oldest page it opened is behind it; closed again, it makes room. */
@@ -936,7 +1183,8 @@ static void on_segv(int sig, siginfo_t *si, void *ucv)
 		step_page[step_n++] = page;
 		open_page(page);
 		if (first) {
-			uintptr_t at = ool_ready ? ulpt_ool_prepare_(ip, uc) : 0;
+			/* each: in place with TF, which traps after one iteration. */
+			uintptr_t at = ool_ready && !each ? ulpt_ool_prepare_(ip, uc) : 0;
 
 			step_own_tf = (gr[REG_EFL] & RFLAGS_TF) != 0;
 			step_mask = uc->uc_sigmask;     /* given back by ool_end or on_trap */
@@ -1054,6 +1302,16 @@ static int mp_fini(void)
 		munmap(l2, sizeof(*l2) << L2_BITS);
 		table[i1] = NULL;
 	}
+	for (unsigned i1 = 0; i1 < (1u << L1_BITS); i1++) {
+		uintptr_t **l2 = btable[i1];
+
+		for (unsigned i2 = 0; l2 && i2 < (1u << L2_BITS); i2++)
+			if (l2[i2])
+				munmap(l2[i2], sizeof(uintptr_t) << L3_BITS);
+		if (l2)
+			munmap(l2, sizeof(*l2) << L2_BITS);
+		btable[i1] = NULL;
+	}
 	installed = 0;
 	sigaction(SIGSEGV, &old_segv, NULL);
 	sigaction(SIGTRAP, &old_trap, NULL);
@@ -1104,15 +1362,20 @@ static int mp_protect_lines(void *addr, size_t len, unsigned deny)
 	return -EOPNOTSUPP;             /* pages only */
 }
 
-/* A page's lines from one word: the page gets the union of their rights, with no system
- * call when that is what it has. */
+/* A page's lines from one word: the page gets the union of their rights, marked as lines'
+ * (SLOT_LINES: its bounds open bytes in them), with no system call when that is what it has. */
 static int mp_line_word(uintptr_t page, uint64_t word)
 {
 	unsigned any = rights_of(page) & ULPT_DENY_LOG;     /* the page's, as word 0's on ULPT */
 
 	for (unsigned i = 0; i < 32; i++)
 		any |= (unsigned)(word >> (2 * i)) & 3;
-	return rights_of(page) == any ? 0 : mp_protect((void *)page, ULPT_PAGE_SIZE, any);
+	if (rights_of(page) != any)
+		return set_rights((void *)page, ULPT_PAGE_SIZE, any, 1);
+	/* The same protection (its rights were page rights): only the mark changes. */
+	if ((any & 7) && !(slot_of(page) & SLOT_LINES))
+		__atomic_fetch_or(slot(page >> 12, 0), (unsigned char)SLOT_LINES, __ATOMIC_RELEASE);
+	return 0;
 }
 
 static void mp_get(uintptr_t addr, unsigned *page, unsigned *line)
@@ -1134,6 +1397,7 @@ const struct ulpt_ops ulpt_mprotect_ops_ = {
 	.protect = mp_protect,
 	.protect_lines = mp_protect_lines,
 	.line_word = mp_line_word,
+	.bounds = mp_bounds,
 	.get = mp_get,
 	.chained = mp_chained,
 };

@@ -28,6 +28,12 @@ _Static_assert(ULPT_MODEL_LEAF_ == ULPT_MODEL_LEAF && ULPT_MODEL_SIGNATURE_ == U
 	       __builtin_offsetof(struct ulpt_model, insns_kernel) ==
 	       ULPT_MODEL_F_INSNS_KERNEL * sizeof(uint64_t),
 	       "libulpt's struct ulpt_model and constants follow include/ulpt/arch.h");
+/* ulpt_page_bounds stores b << 3 under the ABI's mask: the field is the address's bits 46:6. */
+_Static_assert(ULPT_BOUNDS_MASK_ == ULPT_BOUNDS_MASK && sizeof(struct ulpt_bounds) == ULPT_BOUNDS_SIZE &&
+	       _Alignof(struct ulpt_bounds) == ULPT_BOUNDS_SIZE &&
+	       ULPT_BOUNDS_FIELD(ULPT_VA_LIMIT_ - 64) == (ULPT_VA_LIMIT_ - 64) << 3 &&
+	       ULPT_BOUNDS_ADDR((ULPT_VA_LIMIT_ - 64) << 3) == ULPT_VA_LIMIT_ - 64,
+	       "libulpt's byte bounds follow include/ulpt/arch.h");
 
 struct ulpt_lib_state_ ulpt_lib_state_;
 uint64_t ulpt_xsave_size_ __attribute__((visibility("hidden")));
@@ -127,8 +133,11 @@ static int view_set_handler(unsigned flags)
 
 static int view_protect(void *addr, size_t len, unsigned deny)
 {
-	for (uintptr_t p = (uintptr_t)addr; p < (uintptr_t)addr + len; p += ULPT_PAGE_SIZE)
-		ulpt_entry_((void *)p)[0] = deny;
+	for (uintptr_t p = (uintptr_t)addr; p < (uintptr_t)addr + len; p += ULPT_PAGE_SIZE) {
+		volatile uint64_t *w = ulpt_entry_((void *)p);
+
+		*w = (*w & ULPT_BOUNDS_MASK) | deny;    /* the page keeps its bounds */
+	}
 	return 0;
 }
 
@@ -166,6 +175,14 @@ static int view_line_word(uintptr_t page, uint64_t word)
 	return 0;
 }
 
+static int view_bounds(uintptr_t page, const struct ulpt_bounds *b)
+{
+	volatile uint64_t *w = ulpt_entry_((void *)page);
+
+	*w = (*w & ~ULPT_BOUNDS_MASK) | ULPT_BOUNDS_FIELD((uint64_t)(uintptr_t)b);
+	return 0;
+}
+
 static void view_get(uintptr_t a, unsigned *page, unsigned *line)
 {
 	*page = (unsigned)(ulpt_entry_((void *)a)[0] & ULPT_PAGE_MASK_);
@@ -196,6 +213,7 @@ static const struct ulpt_ops view_ops = {
 	.protect = view_protect,
 	.protect_lines = view_protect_lines,
 	.line_word = view_line_word,
+	.bounds = view_bounds,
 	.get = view_get,
 	.chained = view_chained,
 };
@@ -314,6 +332,19 @@ int ulpt_protect_line_word(void *addr, uint64_t word)
 	int r = check_range((void *)page, ULPT_PAGE_SIZE, ULPT_PAGE_SIZE);
 
 	return r ? r : ops->line_word(page, word);
+}
+
+/* The general form of ulpt_page_bounds (ulpt.h): its errors, and the mprotect backend. */
+int ulpt_protect_bounds(void *addr, const struct ulpt_bounds *b)
+{
+	uintptr_t page = (uintptr_t)addr & ~(uintptr_t)(ULPT_PAGE_SIZE - 1);
+
+	if (!ulpt_lib_state_.backend)
+		return -ENOSYS;
+	/* The field holds bits 46:6 of the address: 64-byte aligned, below 2^47 (0 is none). */
+	if ((uintptr_t)addr >= ULPT_VA_LIMIT_ || ((uintptr_t)b & ~(uintptr_t)(ULPT_VA_LIMIT_ - 64)))
+		return -EINVAL;
+	return ops->bounds(page, b);
 }
 
 int ulpt_get(const void *addr, unsigned *page_deny, unsigned *line_deny)

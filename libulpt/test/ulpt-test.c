@@ -2123,6 +2123,312 @@ static int t_env_override(void)
 	return 0;
 }
 
+/* --- byte bounds ------------------------------------------------------------------------- */
+/* docs/spec.md 4.5. Lines are denied with ulpt_page_lines on both backends (mprotect: the page
+ * denies their union, every line of it, and the bounds open bytes in any line). */
+static struct ulpt_bounds bnd;          /* 64-byte aligned by its type */
+
+/* A store of size 1, 2, 4 or 8 at a: one instruction, whose size both backends know. */
+static void store_n(volatile char *a, unsigned size, uint64_t v)
+{
+	switch (size) {
+	case 1: *(volatile uint8_t *)a = (uint8_t)v; break;
+	case 2: *(volatile uint16_t *)a = (uint16_t)v; break;
+	case 4: *(volatile uint32_t *)a = (uint32_t)v; break;
+	default: *(volatile uint64_t *)a = v; break;
+	}
+}
+
+/* A load of size 1 or 8 at a. */
+static uint64_t load_n(volatile char *a, unsigned size)
+{
+	return size == 1 ? *(volatile uint8_t *)a : *(volatile uint64_t *)a;
+}
+
+/* The handler's delivery number n was of kind, the access [start, start + size), at its first
+ * closed byte at: the reason a line right's on ULPT, the page's on mprotect (it has no lines). */
+static int delivered(int n, unsigned kind, volatile char *start, size_t size, volatile char *at)
+{
+	unsigned reason = backend == ULPT_BACKEND_ULPT ? ULPT_REASON_LINE_RIGHTS : ULPT_REASON_PAGE_RIGHTS;
+
+	if (h_count == n && h_last.kind == kind && h_last.start == (uintptr_t)start &&
+	    h_last.size == size && h_last.addr == (uintptr_t)at && h_last.reason == reason)
+		return 1;
+	fprintf(stderr, "# %d deliveries (want %d): kind %u, start %+ld, size %zu, addr %+ld, reason %u\n",
+		h_count, n, h_last.kind, (long)(h_last.start - (uintptr_t)start), h_last.size,
+		(long)(h_last.addr - (uintptr_t)at), h_last.reason);
+	return 0;
+}
+
+static uint64_t line_w(unsigned i) { return (uint64_t)ULPT_DENY_W << (2 * i); }
+static uint64_t line_r(unsigned i) { return (uint64_t)ULPT_DENY_R << (2 * i); }
+
+/* The handler (ULPT_PERMIT), the page's bounds, then its lines. */
+static int bounds_setup(volatile char *p, uint64_t word)
+{
+	return setup(ULPT_PERMIT) == 0 && ulpt_page_bounds((void *)p, &bnd) == 0 &&
+	       ulpt_page_lines((void *)p, word) == 0;
+}
+
+/* R-BND-1, writes: lines 3-5 denied writes, open 16..99, 100..127 (hi 255 counts as 128) and
+ * 0..7. A write inside them is not delivered; one with a byte outside is, at that byte. */
+static int t_bounds_write(void)
+{
+	volatile char *p = pages(1), *l3 = p + 3 * 128, *l4 = p + 4 * 128, *l5 = p + 5 * 128;
+
+	bnd = (struct ulpt_bounds){ .line = { [0] = { 0, 128 }, [3] = { 16, 100 }, [4] = { 100, 255 },
+					      [5] = { 0, 8 } } };
+	CHECK(bounds_setup(p, line_w(3) | line_w(4) | line_w(5)), "setup");
+	store_n(l3 + 16, 8, 1);
+	store_n(l3 + 92, 8, 2);
+	store_n(l3 + 99, 1, 3);
+	store_n(l4 + 124, 8, 4);                /* across lines 4 and 5, open in both */
+	store_n(l4 + 100, 2, 5);
+	CHECK(h_count == 0, "writes of open bytes: no delivery (%d)", h_count);
+	CHECK(load_n(l3 + 16, 8) == 1 && load_n(l3 + 92, 1) == 2 && load_n(l3 + 99, 1) == 3 &&
+	      load_n(l4 + 124, 8) == 4 && load_n(l4 + 100, 1) == 5, "and they were made");
+	store_n(l3 + 100, 1, 6);
+	CHECK(delivered(1, ULPT_DENY_W, l3 + 100, 1, l3 + 100), "the byte at hi: delivered");
+	store_n(l3 + 14, 4, 7);
+	CHECK(delivered(2, ULPT_DENY_W, l3 + 14, 4, l3 + 14), "from below lo: at its first byte");
+	store_n(l3 + 96, 8, 8);
+	CHECK(delivered(3, ULPT_DENY_W, l3 + 96, 8, l3 + 100), "across hi: at hi, inside the access");
+	store_n(l5 + 4, 8, 9);
+	CHECK(delivered(4, ULPT_DENY_W, l5 + 4, 8, l5 + 8), "line 5's 8..11 closed: at 8");
+	store_n(l4 + 99, 1, 10);
+	CHECK(delivered(5, ULPT_DENY_W, l4 + 99, 1, l4 + 99), "line 4 below its lo");
+	CHECK(load_n(l3 + 96, 8) == 8 && load_n(l4 + 99, 1) == 10, "ULPT_PERMIT: the writes were made");
+	/* Other lines: not denied on ULPT; on mprotect denied, and open as their bounds say. */
+	store_n(p + 8, 8, 11);
+	store_n(p + 128 + 8, 8, 12);
+	CHECK(h_count == (backend == ULPT_BACKEND_ULPT ? 5 : 6), "line 0 (open 0..127), line 1 (none open): %d", h_count);
+	return 0;
+}
+
+/* R-BND-1, reads: line 2 denied reads, open 8..23; its writes are allowed. */
+static int t_bounds_read(void)
+{
+	volatile char *p = pages(1), *l2 = p + 2 * 128;
+	uint64_t v[2];
+
+	for (int i = 0; i < 128; i++)
+		l2[i] = (char)i;
+	bnd = (struct ulpt_bounds){ .line = { [2] = { 8, 24 } } };
+	CHECK(bounds_setup(p, line_r(2)), "setup");
+	CHECK(load_n(l2 + 8, 8) == 0x0f0e0d0c0b0a0908ull && load_n(l2 + 23, 1) == 23, "loads of open bytes");
+	asm volatile("movdqu (%1), %%xmm0\n movdqu %%xmm0, %0" : "=m"(v) : "r"(l2 + 8) : "xmm0", "memory");
+	CHECK(h_count == 0 && v[0] == 0x0f0e0d0c0b0a0908ull && v[1] == 0x1716151413121110ull,
+	      "a 16-byte load of 8..23: no delivery (%d)", h_count);
+	CHECK(load_n(l2 + 24, 1) == 24 && delivered(1, ULPT_DENY_R, l2 + 24, 1, l2 + 24), "the byte at hi");
+	CHECK(load_n(l2 + 20, 8) == 0x1b1a191817161514ull && delivered(2, ULPT_DENY_R, l2 + 20, 8, l2 + 24),
+	      "a load across hi: at hi");
+	CHECK(load_n(l2 + 7, 1) == 7 && delivered(3, ULPT_DENY_R, l2 + 7, 1, l2 + 7), "the byte below lo");
+	store_n(l2 + 40, 8, 0x99);
+	CHECK(h_count == 3, "writes are not denied (%d)", h_count);
+	CHECK(load_n(l2 + 40, 8) == 0x99 && delivered(4, ULPT_DENY_R, l2 + 40, 8, l2 + 40), "the write was made");
+	return 0;
+}
+
+/* R-BND-2: the bounds are read at the access: a plain store to them applies to the next. */
+static int t_bounds_store(void)
+{
+	volatile char *p = pages(1), *l3 = p + 3 * 128;
+
+	bnd = (struct ulpt_bounds){ 0 };
+	CHECK(bounds_setup(p, line_w(3)), "setup");
+	store_n(l3 + 50, 1, 1);
+	CHECK(delivered(1, ULPT_DENY_W, l3 + 50, 1, l3 + 50), "no byte open");
+	bnd.line[3][1] = 64;
+	asm volatile("" ::: "memory");          /* the compiler keeps the store before the access */
+	store_n(l3 + 50, 1, 2);
+	CHECK(h_count == 1, "hi 64: open now (%d)", h_count);
+	bnd.line[3][0] = 60;
+	asm volatile("" ::: "memory");
+	store_n(l3 + 50, 1, 3);
+	store_n(l3 + 60, 4, 4);
+	CHECK(delivered(2, ULPT_DENY_W, l3 + 50, 1, l3 + 50), "lo 60: 50 closed again, 60..63 open");
+	bnd.line[3][0] = 64;
+	asm volatile("" ::: "memory");
+	store_n(l3 + 60, 4, 5);
+	CHECK(delivered(3, ULPT_DENY_W, l3 + 60, 4, l3 + 60), "lo = hi: none open");
+	return 0;
+}
+
+/* Rights changes keep the bounds: ulpt_page_deny, ulpt_protect, ulpt_page_lines and
+ * ulpt_protect_line_word after ulpt_page_bounds. Page rights are never opened (R-BND-1), and
+ * on ULPT a violation's word 0 carries the bounds (R-BND-3). */
+static int t_bounds_keep(void)
+{
+	volatile char *p = pages(1), *l3 = p + 3 * 128;
+	uint64_t field = (uint64_t)(uintptr_t)&bnd << 3;
+
+	bnd = (struct ulpt_bounds){ .line = { [3] = { 0, 64 } } };
+	CHECK(bounds_setup(p, line_w(3)), "setup");
+	store_n(l3 + 64, 1, 1);
+	CHECK(delivered(1, ULPT_DENY_W, l3 + 64, 1, l3 + 64), "a closed byte");
+	CHECK(backend != ULPT_BACKEND_ULPT || (h_last.entry[0] & ULPT_BOUNDS_MASK_) == field,
+	      "ULPT: word 0 as read holds the bounds (%#lx)", (unsigned long)h_last.entry[0]);
+	CHECK(ulpt_page_deny((void *)p, ULPT_DENY_W) == 0 && ulpt_page_rights((void *)p) == (int)ULPT_DENY_W,
+	      "page rights, the inline call");
+	store_n(l3 + 8, 1, 2);
+	CHECK(h_count == 2 && h_last.reason == ULPT_REASON_PAGE_RIGHTS && h_last.addr == (uintptr_t)(l3 + 8),
+	      "page rights deny the open bytes too (%d, reason %u)", h_count, h_last.reason);
+	CHECK(backend != ULPT_BACKEND_ULPT || (h_last.entry[0] & ULPT_BOUNDS_MASK_) == field,
+	      "ULPT: ulpt_page_deny kept them (%#lx)", (unsigned long)h_last.entry[0]);
+	CHECK(ulpt_page_deny((void *)p, 0) == 0 && ulpt_page_lines((void *)p, line_w(3)) == 0, "lines again");
+	store_n(l3 + 8, 8, 3);
+	store_n(l3 + 63, 1, 4);
+	CHECK(h_count == 2, "open again (%d)", h_count);
+	CHECK(ulpt_protect((void *)p, 4096, ULPT_DENY_R) == 0 && ulpt_protect((void *)p, 4096, 0) == 0 &&
+	      ulpt_protect_line_word((void *)p, line_w(3)) == 0, "the general calls");
+	store_n(l3 + 8, 8, 5);
+	store_n(l3 + 60, 8, 6);
+	CHECK(delivered(3, ULPT_DENY_W, l3 + 60, 8, l3 + 64), "still open to 63, closed from 64");
+	CHECK(ulpt_page_rights((void *)p) == (backend == ULPT_BACKEND_ULPT ? 0 : (int)ULPT_DENY_W),
+	      "the bounds are not rights");
+	return 0;
+}
+
+/* NULL clears the page's bounds; another ulpt_page_bounds sets them again. */
+static int t_bounds_clear(void)
+{
+	volatile char *p = pages(1), *l3 = p + 3 * 128;
+
+	bnd = (struct ulpt_bounds){ .line = { [3] = { 0, 128 } } };
+	CHECK(bounds_setup(p, line_w(3)), "setup");
+	store_n(l3 + 8, 8, 1);
+	CHECK(h_count == 0, "open (%d)", h_count);
+	CHECK(ulpt_page_bounds((void *)(p + 100), NULL) == 0, "clear (any address in the page)");
+	store_n(l3 + 8, 8, 2);
+	CHECK(delivered(1, ULPT_DENY_W, l3 + 8, 8, l3 + 8), "closed without bounds");
+	CHECK(backend != ULPT_BACKEND_ULPT || !(h_last.entry[0] & ULPT_BOUNDS_MASK_), "ULPT: the field is 0");
+	CHECK(ulpt_page_bounds((void *)p, NULL) == 0 && ulpt_protect_bounds((void *)p, NULL) == 0,
+	      "clearing none is fine");
+	CHECK(ulpt_protect_bounds((void *)p, &bnd) == 0, "set again, the general call");
+	store_n(l3 + 8, 8, 3);
+	CHECK(h_count == 1, "open again (%d)", h_count);
+	return 0;
+}
+
+/* Every bad argument is a negative errno, and changes nothing. */
+static int t_bounds_bad_arguments(void)
+{
+	volatile char *p = pages(1), *l3 = p + 3 * 128;
+	const struct ulpt_bounds *odd = (const void *)((char *)&bnd + 1), *half = (const void *)((char *)&bnd + 32);
+
+	bnd = (struct ulpt_bounds){ .line = { [3] = { 0, 128 } } };
+	CHECK(ulpt_page_bounds((void *)p, &bnd) == -ENOSYS && ulpt_protect_bounds((void *)p, &bnd) == -ENOSYS,
+	      "before ulpt_init: ENOSYS");
+	CHECK(ulpt_page_bounds((void *)p, odd) == -ENOSYS, "before ulpt_init, even with a bad argument");
+	CHECK(bounds_setup(p, line_w(3)), "setup");
+	CHECK(ulpt_page_bounds((void *)p, odd) == -EINVAL && ulpt_page_bounds((void *)p, half) == -EINVAL &&
+	      ulpt_protect_bounds((void *)p, half) == -EINVAL, "bounds not 64-byte aligned");
+	CHECK(ulpt_page_bounds((void *)p, (const void *)(1ul << 47)) == -EINVAL &&
+	      ulpt_page_bounds((void *)p, (const void *)-64ul) == -EINVAL, "bounds at or above 2^47");
+	CHECK(ulpt_page_bounds((void *)(1ul << 47), &bnd) == -EINVAL &&
+	      ulpt_page_bounds((void *)-4096ul, NULL) == -EINVAL &&
+	      ulpt_protect_bounds((void *)(1ul << 47), &bnd) == -EINVAL, "a page the table does not cover");
+	store_n(l3 + 8, 8, 1);
+	CHECK(h_count == 0, "the page's bounds unchanged (%d)", h_count);
+	CHECK(ulpt_fini() == 0 && ulpt_page_bounds((void *)p, &bnd) == -ENOSYS, "after ulpt_fini: ENOSYS");
+	return 0;
+}
+
+/* R-BND-1 with the access log: a ULPT_DENY_LOG page logs only the accesses with a closed byte. */
+static int t_bounds_log(void)
+{
+	volatile char *p = pages(1), *l3 = p + 3 * 128;
+	unsigned reason = backend == ULPT_BACKEND_ULPT ? ULPT_REASON_LINE_RIGHTS : ULPT_REASON_PAGE_RIGHTS;
+
+	bnd = (struct ulpt_bounds){ .line = { [3] = { 32, 64 } } };
+	CHECK(setup(ULPT_PERMIT) == 0 && ulpt_page_bounds((void *)p, &bnd) == 0 &&
+	      ulpt_page_deny((void *)p, ULPT_DENY_LOG) == 0 && ulpt_page_lines((void *)p, line_w(3)) == 0 &&
+	      ulpt_log_start(5, 0, log_collect, NULL) == 0, "setup");
+	store_n(l3 + 32, 8, 1);
+	store_n(l3 + 56, 8, 2);
+	store_n(l3 + 64, 1, 3);
+	store_n(l3 + 40, 4, 4);
+	store_n(l3 + 60, 8, 0x0807060504030201ull);
+	CHECK(ulpt_log_drain() == 2 && lrec_n == 2, "two records (%d)", lrec_n);
+	CHECK(lrecs[0].start == (uintptr_t)(l3 + 64) && lrecs[0].size == 1 && lrecs[0].kind == ULPT_DENY_W &&
+	      lrecs[0].reason == reason && lrecs[0].has_value && lrecs[0].value == 3, "the byte at hi");
+	CHECK(lrecs[1].start == (uintptr_t)(l3 + 60) && lrecs[1].size == 8 &&
+	      lrecs[1].value == 0x0807060504030201ull, "the store across hi, whole");
+	CHECK(h_count == 0 && load_n(l3 + 32, 8) == 1 && load_n(l3 + 40, 1) == 4, "no delivery; every store made");
+	return 0;
+}
+
+/* R-BND-1 with a count table: line 3 denied reads and writes, open 0..63; only the accesses
+ * with a closed byte count. */
+static int t_bounds_count(void)
+{
+	volatile char *p = pages(1), *l3 = p + 3 * 128;
+	struct ulpt_count want[32] = { 0 };
+	void *base;
+
+	count_table(p, 1, &base);
+	bnd = (struct ulpt_bounds){ .line = { [3] = { 0, 64 } } };
+	CHECK(setup(ULPT_PERMIT) == 0 && ulpt_page_bounds((void *)p, &bnd) == 0 &&
+	      ulpt_page_deny((void *)p, ULPT_DENY_LOG) == 0 &&
+	      ulpt_page_lines((void *)p, line_w(3) | line_r(3)) == 0 && ulpt_count_start(base) == 0, "setup");
+	store_n(l3, 8, 1);
+	store_n(l3 + 56, 8, 2);
+	(void)load_n(l3 + 8, 8);
+	(void)load_n(l3 + 63, 1);
+	__atomic_add_fetch((volatile uint64_t *)(l3 + 16), 1, __ATOMIC_RELAXED);
+	CHECK(counts_match(base, p, 1, want), "open: nothing counted");
+	store_n(l3 + 64, 1, 3);
+	store_n(l3 + 60, 8, 4);
+	(void)load_n(l3 + 100, 1);
+	__atomic_add_fetch((volatile uint64_t *)(l3 + 64), 1, __ATOMIC_RELAXED);
+	want[3].writes = 3;
+	want[3].reads = 2;
+	CHECK(counts_match(base, p, 1, want) && h_count == 0, "closed: counted, no delivery (%d)", h_count);
+	CHECK(ulpt_count_stop() == 0, "stop");
+	return 0;
+}
+
+/* A REP string instruction: each iteration an access of its own. rep stosb from the last 6
+ * bytes of page 0, which denies writes without bounds, into line 0 of page 1, open 0..31
+ * (mprotect: page 0 takes one delivery, and the run reaches page 1 out of line). Page 1's
+ * elements 32 and 33 are delivered, each at its byte, and none before them. */
+static volatile uintptr_t rep_at[64];
+static volatile int rep_n;
+
+static enum ulpt_action rep_handler(struct ulpt_fault *f, void *arg)
+{
+	(void)arg;
+	if (rep_n < 64)
+		rep_at[rep_n] = f->addr;
+	rep_n++;
+	return ULPT_PERMIT;
+}
+
+static int t_bounds_rep(void)
+{
+	volatile char *p = pages(2), *q = p + 4096;
+	void *d = (void *)(q - 6);
+	unsigned long n = 6 + 34;
+	int on_q = 0;
+
+	bnd = (struct ulpt_bounds){ .line = { [0] = { 0, 32 } } };
+	CHECK(ulpt_init(backend) == 0 && ulpt_set_handler(rep_handler, NULL, 0) == 0 &&
+	      ulpt_page_bounds((void *)q, &bnd) == 0 && ulpt_page_lines((void *)q, line_w(0)) == 0 &&
+	      ulpt_page_deny((void *)p, ULPT_DENY_W) == 0, "setup");
+	asm volatile("rep stosb" : "+D"(d), "+c"(n) : "a"(0x5a) : "memory");
+	CHECK(n == 0 && p[4090] == 0x5a && q[0] == 0x5a && q[33] == 0x5a && q[34] == 0, "the run completed");
+	for (int i = 0; i < rep_n && i < 64; i++) {
+		if (rep_at[i] < (uintptr_t)q)
+			continue;
+		CHECK(rep_at[i] == (uintptr_t)(q + 32 + on_q), "page 1's delivery %d at %+ld", on_q,
+		      (long)(rep_at[i] - (uintptr_t)q));
+		on_q++;
+	}
+	CHECK(on_q == 2 && rep_n == (backend == ULPT_BACKEND_ULPT ? 8 : 3),
+	      "two on page 1; %d in all (page 0's elements: ULPT each, mprotect once)", rep_n);
+	return 0;
+}
+
 #define TESTS(X) \
 	X(bad_arguments, "every bad argument is a negative errno") \
 	X(page_rights, "page rights: deny, fault record, restore, inline get/set") \
@@ -2176,7 +2482,16 @@ static int t_env_override(void)
 	X(count_bad_arguments, "every bad argument of the count table is a negative errno") \
 	X(syscall_write, "read(2) into pages denied writes: the data arrives; mprotect: delivered once after the call (ULPT_REASON_KERNEL), the pages denied again; ULPT: not checked") \
 	X(syscall_write_count, "read(2) into pages denied writes with a count table: one write in the first byte's line on mprotect, none on ULPT") \
-	X(syscall_write_fork, "read(2) into a page denied writes in a forked child and in its parent: each arrives, delivered once on mprotect")
+	X(syscall_write_fork, "read(2) into a page denied writes in a forked child and in its parent: each arrives, delivered once on mprotect") \
+	X(bounds_write, "byte bounds (R-BND-1): writes of open bytes not delivered, one with a closed byte delivered at it; lines with none (ULPT: not denied)") \
+	X(bounds_read, "byte bounds (R-BND-1): loads of a read-denied line's open bytes (a 16-byte one too) not delivered, others at their first closed byte") \
+	X(bounds_store, "byte bounds (R-BND-2): a plain store to the bounds applies to the next access") \
+	X(bounds_keep, "byte bounds: ulpt_page_deny, ulpt_protect, ulpt_page_lines, ulpt_protect_line_word keep them; page rights are never opened") \
+	X(bounds_clear, "byte bounds: NULL clears them, and they can be set again") \
+	X(bounds_bad_arguments, "byte bounds: ENOSYS before ulpt_init, EINVAL for misaligned bounds or an uncovered page, nothing changed") \
+	X(bounds_log, "byte bounds with the access log: only accesses with a closed byte are logged, whole") \
+	X(bounds_count, "byte bounds with a count table: only accesses with a closed byte are counted") \
+	X(bounds_rep, "byte bounds: rep stosb from a denied page into a bounded line: its closed elements delivered, each at its byte")
 
 /* Each test: one check, its body in a forked child. */
 #define CASE(name, what) static void case_##name(void) { tap_forked(t_##name, 0, "%s: " #name ": " what, self_backend); }
