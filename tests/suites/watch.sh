@@ -218,6 +218,11 @@ bare bare-unknown no_such_option=1 '$progs/exit3'
 bare bare-conflict heap=w:check=1 '$progs/exit3'
 bare bare-context-bad check=1:malloc_context_size=256 '$progs/exit3'
 if [ "\$2" = guest ]; then
+  # Byte bounds (the default on ULPT) against --bounds=0's open lines and canaries.
+  r padding-read --check -- '$progs/padding' read
+  for b in overflow-odd-write pad-write-free pad-underflow-free pad-write-realloc underflow-read; do
+    r check-\$b-nobounds --check --bounds=0 -- '$progs/heapbugs' \$b
+  done
   r padding-precise-read --check --precise -- '$progs/padding' read
   r padding-precise-write --check --precise -- '$progs/padding' write
   r padding-precise-read-fault --check --precise --delivery=fault -- '$progs/padding' read

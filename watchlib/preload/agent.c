@@ -444,6 +444,7 @@ void agent_init(void)
 		ag.align = opts.align;
 		ag.redzone_exact = opts.redzone;
 		ag.precise = opts.precise;
+		ag.bounds = opts.bounds;        /* heap_init keeps it on ULPT only */
 		ag.leaks = opts.leaks;
 	} else if (opts.heap) {
 		ag.heap = HEAP_WATCH;

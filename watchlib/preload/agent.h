@@ -71,6 +71,8 @@ struct agent {
 	unsigned align;             /* 0: auto (the size's own alignment, 8 to 16) */
 	int redzone_exact;          /* --redzone=exact: no red-zone line where the slack serves */
 	int precise;                /* --precise: lines holding bytes outside a block are denied */
+	int bounds;                 /* --bounds on ULPT: partial lines denied, the block's bytes
+	                               in them opened by the CPU's byte bounds (heap.c) */
 	int verbose;
 	int leaks;                  /* 0 none, 1 definite (direct), 2 all (indirect too) */
 	int gen_suppressions;
@@ -100,12 +102,13 @@ static inline int in_arena(uintptr_t a)
 	return ag.arena && a - (uintptr_t)ag.arena < ARENA_BYTES;
 }
 
-/* With --precise or --redzone=exact a block's partial first and last lines are denied and
- * every access to them is decided byte by byte in the fault handler; otherwise they are open
- * and their bytes outside the block hold canaries (heap.c). */
+/* With --precise, --redzone=exact or byte bounds a block's partial first and last lines are
+ * denied: with bounds the CPU lets the block's own bytes there through; otherwise every
+ * access to them is decided byte by byte in the fault handler. Without any of them they are
+ * open and their bytes outside the block hold canaries (heap.c). */
 static inline int exact_lines(void)
 {
-	return ag.precise || ag.redzone_exact;
+	return ag.precise || ag.redzone_exact || ag.bounds;
 }
 
 static inline uint32_t line_of(uintptr_t a)

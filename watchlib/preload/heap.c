@@ -9,8 +9,12 @@
  * end lands in the next line, whose rights deny it; aligned vector reads never cross a line
  * boundary, so they never touch it. With --check, a whole red-zone line before each block is
  * its left red zone and the previous block's right one, and every line that holds block bytes
- * is open: the program's own accesses never fault. The slack before the block in its first
- * line is open too, so an underflow is caught once it is past that slack (up to 127 bytes).
+ * is open: the program's own accesses never fault. On the ULPT backend (--bounds, the default)
+ * the block's partial first and last lines are denied too, and the CPU's byte bounds open the
+ * block's own bytes in them (block_bounds): every byte beside a block is denied, reads
+ * included, and the program's accesses to its block still never fault. With --bounds=0 the
+ * slack before the block in its first line is open, so an underflow is caught once it is past
+ * that slack (up to 127 bytes).
  * Red zones grow with the block (rz_lines): blocks from 4 KiB get 2 to 16 lines on each side,
  * so a far overflow from a large block lands in its own zone, not in the next block.
  * --precise catches every byte: a block's first and last lines, where they also hold bytes
@@ -29,7 +33,7 @@
  * gives each block whole pages, as Electric Fence does: the block ends at a page boundary, the
  * red zone is the page after it, and an underflow is caught only past the block's first page.
  *
- * Canaries: with --check (without --precise or --redzone=exact) the bytes next to a block that its open
+ * Canaries: with --check (without bounds, --precise or --redzone=exact) the bytes next to a block that its open
  * lines leave reachable, the alignment padding after it and the slack before it in its first
  * line, hold a pattern. A write there faults nowhere; free, realloc and the agent's exit find
  * the changed byte and report a heap-overflow "found at free" (or at exit) with the block's
@@ -81,6 +85,7 @@ static struct {
 	int degraded;                   /* mprotect failed: new blocks come from glibc */
 	uint32_t max_page_blocks;       /* mprotect: block slots the mapping limit allows */
 	uint32_t unused_end;            /* --check: arena lines denied up to here (deny_unused) */
+	struct ulpt_bounds *bounds;     /* --check with bounds: one per arena page (block_bounds) */
 	int state;                      /* 0 not decided, 1 deciding, 2 done */
 } h;
 
@@ -171,6 +176,15 @@ int heap_init(void)
 		return -1;
 	}
 	h.page_units = ag.heap == HEAP_CHECK && ulpt_backend() == ULPT_BACKEND_MPROTECT;
+	/* Byte bounds on the CPU only: on mprotect every access to a page with a denied line
+	 * faults anyway, and --check gives blocks whole pages there. */
+	if (ag.heap != HEAP_CHECK || ulpt_backend() != ULPT_BACKEND_ULPT)
+		ag.bounds = 0;
+	if (ag.bounds) {
+		h.bounds = wl_mem_reserve((ARENA_BYTES >> 12) * sizeof(struct ulpt_bounds));
+		if (!h.bounds)
+			ag.bounds = 0;          /* no address space: partial lines decided by faults */
+	}
 	if (h.page_units) {
 		long maps = 65530;
 		int fd = open("/proc/sys/vm/max_map_count", O_RDONLY | O_CLOEXEC);
@@ -243,6 +257,9 @@ static void set_slot(uint32_t first, uint32_t n, unsigned base, uint32_t lo, uin
 			if (pr >= 0 && !(pr & ULPT_DENY_LOG) && ulpt_page_deny(page, pr | ULPT_DENY_LOG) < 0)
 				degrade();
 		}
+		/* The page's bounds, once: from then on only their bytes change (block_bounds). */
+		if (!old && ag.bounds && ulpt_page_bounds(page, &h.bounds[pl >> 5]) < 0)
+			degrade();
 		h.words[pl >> 5] = w;
 		if (ulpt_page_lines(page, w) < 0)
 			degrade();
@@ -391,6 +408,36 @@ static void protect_live(const struct blk *b)
 		set_slot(b->first_line, b->lines, ULPT_DENY_RW, in_lo,
 			 b->size && in_hi > in_lo ? in_hi : in_lo, 0);
 	}
+}
+
+/*
+ * Byte bounds (docs/spec.md 4.5): a block's partial first and last lines are denied
+ * (exact_lines), and their bounds open the block's own bytes there, so the program's accesses
+ * to its block never fault and one byte before or after it does, reads included. A line
+ * belongs to one slot, so its bounds are its block's: opened at allocation, closed (0, 0) at
+ * free, before the slot waits in the quarantine. Plain stores: the CPU reads bounds at each
+ * access and keeps no copy.
+ */
+static void line_bounds(uintptr_t off, unsigned lo, unsigned hi)
+{
+	uint8_t *e = h.bounds[off >> 12].line[(off >> LINE_SHIFT) & 31];
+
+	e[0] = (uint8_t)lo;
+	e[1] = (uint8_t)hi;
+}
+
+static void block_bounds(const struct blk *b, int open)
+{
+	uintptr_t u = b->user - (uintptr_t)ag.arena, e = u + b->size;
+	uintptr_t l1 = u >> LINE_SHIFT, l2 = (e - 1) >> LINE_SHIFT;
+
+	if (!ag.bounds || !b->size)
+		return;                 /* malloc(0): every byte stays a red zone */
+	if ((u & (LINE_BYTES - 1)) || (l1 == l2 && (e & (LINE_BYTES - 1))))
+		line_bounds(u, open ? u & (LINE_BYTES - 1) : 0,
+			    !open ? 0 : l1 == l2 ? ((e - 1) & (LINE_BYTES - 1)) + 1 : LINE_BYTES);
+	if (l2 != l1 && (e & (LINE_BYTES - 1)))
+		line_bounds(e - 1, 0, open ? e & (LINE_BYTES - 1) : 0);
 }
 
 #define CANARY 0xcb
@@ -623,6 +670,7 @@ static void *heap_alloc(size_t size, size_t align, int zero, enum alloc_how how)
 		if (ag.heap_count)
 			heap_count_take(id, COUNT_OWN);
 	}
+	block_bounds(b, 1);             /* before the lines are denied: the block stays usable */
 	protect_live(b);
 	if (ag.heap == HEAP_CHECK)
 		canary_fill(b);
@@ -727,6 +775,7 @@ static void heap_free(void *p, const char *why, int how)
 		give_slot(id);
 	} else {
 		heap_set_lines(b->first_line, b->lines, ULPT_DENY_RW);
+		block_bounds(b, 0);     /* after: no moment with its partial lines wholly open */
 		drop_pages(b);
 		b->next = 0;
 		if (h.q_tail)

@@ -190,15 +190,16 @@ static void scan_root(uintptr_t lo, uintptr_t hi, int anon)
 		scan_mem(lo, hi, REACHABLE);
 }
 
-/* A block's bytes: directly where its lines are open (the default --check layout), else
- * through /proc/self/mem (--precise and --redzone=exact deny the lines it shares). */
+/* A block's bytes: directly where they are open (lines open, or opened by byte bounds; the
+ * words read lie inside the block), else through /proc/self/mem (--precise and
+ * --redzone=exact without bounds deny the lines it shares). */
 static void scan_block(uint32_t id, int tag)
 {
 	const struct blk *b = &ag.blocks[id];
 
 	lk.mark[id] |= SCANNED;
 	lk.source = id;
-	scan_anon(b->user, b->user + b->size, tag, !exact_lines());
+	scan_anon(b->user, b->user + b->size, tag, !exact_lines() || ag.bounds);
 	lk.source = 0;
 }
 
