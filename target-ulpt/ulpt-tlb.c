@@ -162,17 +162,19 @@ static void install(CPUState *cs, int mmu_idx, vaddr addr, hwaddr paddr,
 }
 
 /*
- * The whole access that [*acc, *acc + *size) at ra is a part of, when QEMU
- * makes it in parts (patch 0002 records it): true, and *acc, *size are the
- * whole access.
+ * The whole access that the part [addr, addr + len) at ra belongs to, when
+ * QEMU makes it in parts (patch 0002 records it): true, and *acc, *size are
+ * the whole access. A part overlaps it: the first aligned part of an
+ * unaligned load starts before it (its bytes there are not the access's).
  */
-static bool whole_access(CPUX86State *env, vaddr addr, uintptr_t ra,
-                         vaddr *acc, unsigned *size)
+static bool whole_access(CPUX86State *env, vaddr addr, unsigned len,
+                         uintptr_t ra, vaddr *acc, unsigned *size)
 {
     CPUTLBCommon *split = &env_tlb(env)->c;
 
     if (split->split_size && split->split_ra == ra &&
-        addr - split->split_addr < split->split_size) {
+        addr < split->split_addr + split->split_size &&
+        split->split_addr < addr + MAX(len, 1)) {
         *acc = split->split_addr;
         *size = split->split_size;
         return true;
@@ -237,7 +239,7 @@ static bool violation(CPUState *cs, vaddr addr, vaddr acc, unsigned size,
         acc = addr;
         size = 0;                       /* fetches have no size (spec 6) */
     } else {
-        whole_access(env, addr, ra, &acc, &size);
+        whole_access(env, addr, 1, ra, &acc, &size);
     }
     split->split_size = 0;
     if (kind != ULPT_KIND_X && size > 1 &&
@@ -278,10 +280,25 @@ static bool violation(CPUState *cs, vaddr addr, vaddr acc, unsigned size,
 /* Walks to a line's bounds before they are taken as unreadable. */
 #define ULPT_BOUNDS_RETRIES 4
 
-/* Bounds are read from any RAM the TLB maps for reading (R-BND-2). */
+/*
+ * Bounds are read from any RAM the TLB maps (R-BND-2), through an entry
+ * that maps their page for reads or for writes (a CPL 3 write that paging
+ * allows, it allows to read): ULPT takes reads out of the entry of a page
+ * whose word 0 denies them, and the bounds may lie in the very page being
+ * written. Sub-page entries count (TLB_INVALID_MASK with the page's
+ * address): the walk to bounds in such a page installs one
+ * (ULPT_TLB_ONCE). ULPT does not check the bounds' reads; refused, those
+ * bounds were never read (nothing open once the retries ran out).
+ */
+static bool maps_ram(uint64_t tlb_addr, uint64_t va)
+{
+    tlb_addr &= ~(uint64_t)TLB_INVALID_MASK;
+    return tlb_hit(tlb_addr, va) && !(tlb_addr & TLB_MMIO);
+}
+
 static bool bounds_entry(CPUTLBEntry *te, uint64_t va)
 {
-    return tlb_hit(te->addr_read, va) && !(te->addr_read & TLB_MMIO);
+    return maps_ram(te->addr_read, va) || maps_ram(tlb_addr_write(te), va);
 }
 
 typedef struct BoundsRead {
@@ -343,7 +360,7 @@ static unsigned bounds_check(CPUX86State *env, const UlptEntry *e,
     vaddr start, lo = addr, hi = addr + (size ? size : 1);
     unsigned whole;
 
-    if (whole_access(env, addr, ra, &start, &whole)) {
+    if (whole_access(env, addr, size, ra, &start, &whole)) {
         lo = MAX(lo, start);
         hi = MIN(hi, start + MAX(whole, 1));
     }
@@ -647,7 +664,7 @@ void ulpt_tlb_check(CPUState *cs, vaddr addr, int size, MMUAccessType type,
         unsigned whole = size;
 
         /* R-LOG-2: the record is the whole access's (val: this part's). */
-        if (whole_access(env, addr, ra, &start, &whole)) {
+        if (whole_access(env, addr, size, ra, &start, &whole)) {
             val = NULL;
         }
         if (ulpt_log_stage(env, start, whole, kind, reason, val, ra) ==
