@@ -4,10 +4,10 @@
  * MOVZX/MOVSX, MOVBE, MOVNTI, SSE/AVX and x87 moves, FNSTENV/FNSAVE, FXSAVE/FXRSTOR,
  * XSAVE/XRSTOR, string instructions with and without REP in both directions, PUSH/POP/CALL/
  * RET, locked and unlocked read-modify-writes, CMPXCHG8B/16B), unaligned and straddling
- * 128-byte lines and pages, and stores to the table's view (R-COH-1). Each sequence is
- * machine code written into an executable buffer and run at CPL 3 with the stack in the data
- * area; its result is the architectural state (GPRs, arithmetic flags and DF, vector
- * registers, the FXSAVE image) and the data area's contents.
+ * 128-byte lines and pages, stores to the table's view (R-COH-1) and to byte bounds
+ * (R-BND-2). Each sequence is machine code written into an executable buffer and run at
+ * CPL 3 with the stack in the data area; its result is the architectural state (GPRs,
+ * arithmetic flags and DF, vector registers, the FXSAVE image) and the data area's contents.
  * The checker implements the spec's rule itself (it does not call target-ulpt/ulpt-core.c,
  * which is freestanding and could be linked in: an independent implementation is the
  * stronger oracle).
@@ -22,24 +22,27 @@
  *                            host compares the lines with the same image's on -cpu max.
  *   mode=check               oracles 2-4, on -cpu ulpt: each sequence runs four times:
  *                            unrestricted (the reference); with random rights (page and line
- *                            rights, malformed entries and directories) and a handler that
- *                            checks every delivery against this file's own implementation of
- *                            the spec's rule (kind, first denied byte, start, size, reason,
- *                            entry words, rip, rsp, RCX/RSI/RDI of a string iteration) and
- *                            lets it through (PERMIT, sometimes with STEP, whose after event
- *                            it checks, sometimes STEP alone, which must repeat the delivery):
- *                            the result must equal the reference's and no denied access may
- *                            go undelivered; with the same rights and a handler that skips
- *                            each faulting instruction: the result must equal an unrestricted
- *                            run of the code with those instructions made NOPs (so a faulting
- *                            instruction did nothing: R-ACC-1, R-DEL-1).
+ *                            rights, byte bounds, malformed entries and directories) and a
+ *                            handler that checks every delivery against this file's own
+ *                            implementation of the spec's rule (kind, first denied byte,
+ *                            start, size, reason, entry words, rip, rsp, RCX/RSI/RDI of a
+ *                            string iteration) and lets it through (PERMIT, sometimes with
+ *                            STEP, whose after event it checks, sometimes STEP alone, which
+ *                            must repeat the delivery): the result must equal the
+ *                            reference's and no denied access may go undelivered; with the
+ *                            same rights and a handler that skips each faulting instruction:
+ *                            the result must equal an unrestricted run of the code with those
+ *                            instructions made NOPs (so a faulting instruction did nothing:
+ *                            R-ACC-1, R-DEL-1).
  *   mode=msr                 oracle 5: random ULPT MSR values (each must be accepted or
  *                            #GP as section 3 says, and read back), UIRET with random frames,
  *                            bad stacks, at CPL 0 and in compatibility mode, and a denied read
  *                            in compatibility mode (escalated): the spec's exception.
  *   inject=1                 (check) the checker's copy of the table differs from the table
  *                            in one line right: the run must report failures (a self-test);
- *   inject=2                 the checker ignores the sequences' stores to the view: the same.
+ *   inject=2                 the checker ignores the sequences' stores to the view: the same;
+ *   inject=3                 the checker takes no byte as open (bounds ignored): the same;
+ *   inject=4                 the checker ignores the sequences' stores to the bounds: the same.
  *   noview                   (check) no stores to the view in the sequences;
  *   nonx                     (check) the code page never NX (one sequence in five has it:
  *                            every fetch delivers, the fetch first, each REP iteration's).
@@ -52,6 +55,21 @@
  *                            let through excluded), or the ring must hold their records, each
  *                            once, in the order of the positions (start, kind, reason, size,
  *                            VAL, RIP; the value is not checked).
+ *   nobounds                 no byte bounds. Otherwise (spec 4.5) two thirds of the entries
+ *                            with line rights (fewer of the others, which must restrict
+ *                            nothing: R-BND-3) point BOUNDS at one of NBND arrays in the
+ *                            shadow page above the data area (one in twelve at the view,
+ *                            which opens nothing), whose lines' (lo, hi) lean to the whole
+ *                            line, hi above 128, lo >= hi, and ranges that cut the sequence's
+ *                            accesses or leave one open in part. In mode=check the sequences
+ *                            store to the arrays (most stores aimed, once the table is known,
+ *                            at the pair of a line that a later access reads), and the
+ *                            checker's copy follows them from the next instruction on. It
+ *                            judges each access byte by byte (R-BND-1): the first byte of a
+ *                            line denied for its kind that the line's bounds leave closed is
+ *                            the violation's addr, an access logs only if it has one, page
+ *                            rights and fetch are never opened. The summary counts the
+ *                            accesses that bounds opened and those whose addr they moved.
  * The image ends with "fuzz: ..." summary lines and exits 0 when nothing failed.
  */
 #include <cpuid.h>
@@ -72,6 +90,18 @@
 
 #define FL_MASK 0xed5ull                 /* CF PF AF ZF SF OF DF */
 
+/*
+ * Byte bounds (spec 4.5): NBND arrays of 64 bytes in the shadow page above the data area,
+ * which the sequences touch only with their stores to the bounds. Its rights are random as
+ * the other shadow pages' are: the CPU's reads of the bounds ignore them (R-BND-2), the
+ * sequences' stores do not. One more array lies in the view (the data pages' own entries):
+ * never read, it opens nothing.
+ */
+#define BND_PAGE (DATA + DATA_SIZE)
+#define NBND 4
+static const uint16_t bnd_off[NBND] = { 0x000, 0x0c0, 0x7c0, 0xfc0 };
+#define BND_VIEW (VIEW_BASE + (DATA >> 12) * 16)
+
 /* --- random numbers ---------------------------------------------------------------- */
 struct rng { uint64_t s; };
 static uint64_t rnext(struct rng *r)
@@ -82,6 +112,12 @@ static uint64_t rnext(struct rng *r)
     return z ^ (z >> 31);
 }
 static unsigned rn(struct rng *r, unsigned n) { return n ? (unsigned)(rnext(r) % n) : 0; }
+
+/* A BOUNDS address for an entry: one of the arrays, now and then the view. */
+static uint64_t bnd_addr(struct rng *r)
+{
+    return rn(r, 12) == 0 ? BND_VIEW : BND_PAGE + bnd_off[rn(r, NBND)];
+}
 
 /* --- the state a sequence starts from and ends with (fuzz_enter / fuzz_exit) ---------- */
 struct fst {
@@ -172,14 +208,14 @@ enum tmpl {
     T_SETUP, T_MOV_LD, T_MOV_ST, T_MOV_STI, T_MOVX, T_ALU, T_CMP, T_XCHG, T_CMPXCHG, T_XADD,
     T_UNARY, T_SHIFT, T_BT, T_CX8, T_CX16, T_SSE_LD, T_SSE_ST, T_AVX_LD, T_AVX_ST, T_X87_LD,
     T_X87_ST, T_X87_ENV, T_FXSAVE, T_FXRSTOR, T_XSAVE, T_XRSTOR, T_MOVBE, T_MOVNTI, T_STR, T_PUSH, T_POP, T_CALL,
-    T_RET, T_LOG, T_VIEW, T_END, T_NTMPL
+    T_RET, T_LOG, T_VIEW, T_BND, T_END, T_NTMPL
 };
 static const char *const tname[T_NTMPL] = {
     "setup", "mov-load", "mov-store", "mov-store-imm", "movzx/sx", "alu-rmw", "cmp/test",
     "xchg", "cmpxchg", "xadd", "inc/dec/not/neg", "shift", "bts/btr/btc", "cmpxchg8b",
     "cmpxchg16b", "sse-load", "sse-store", "avx-load", "avx-store", "x87-load", "x87-store",
     "x87-env", "fxsave", "fxrstor", "xsave", "xrstor", "movbe", "movnti", "string", "push", "pop", "call", "ret",
-    "log", "view-store", "end",
+    "log", "view-store", "bounds-store", "end",
 };
 
 enum { K_R = ULPT_KIND_R, K_W = ULPT_KIND_W };
@@ -200,9 +236,18 @@ struct ins {
     /* a store to the view: the entry of shadow page vpage, word vword, becomes vval */
     uint8_t is_view, vpage, vword;
     uint64_t vval;
+    /* a store to the bounds: the bytes of a[0] become vval's low bytes */
+    uint8_t is_bnd;
 };
 static int g_view;                        /* generate view stores (mode=check) */
 static int g_inject;                      /* the checker's self-test (inject=) */
+/*
+ * Bounds. Their own random stream (brng, per sequence), so that a seed's sequences and tables
+ * are what they were without them, plus the bounds.
+ */
+static int g_bnd, g_bstore;               /* bounds (not nobounds); stores to them (check) */
+static struct rng brng;
+static uint8_t bnd_init[PAGE];            /* BND_PAGE at the start of a run */
 static struct ins ins[MAXINS];
 static uint8_t data_init[DATA_SIZE];     /* the data area's contents at the start */
 static int nins;
@@ -811,9 +856,13 @@ static void gen_view(struct rng *r)
     unsigned p = rn(r, SHADOW_PAGES), w = rn(r, 2);
     uint64_t v = 0;
     unsigned k = rn(r, 8);
-    if (w == 0)
+    if (w == 0) {
         v = k < 2 ? 0 : k < 6 ? 1 + rn(r, 7) : k < 7 ? rnext(r) & ULPT_PAGE_SW_MASK : 1ull << (3 + rn(r, 53));
-    else if (k >= 2)
+        /* BOUNDS from the view store: at an array (a single bit of 49:9 would point anywhere,
+           unmapped memory included), with or without page rights. */
+        if ((k == 7 && v >> 9 && !(v >> 50)) || (k < 6 && g_bnd && rn(&brng, 3) == 0))
+            v = (k == 7 ? 0 : v) | (g_bnd ? ULPT_BOUNDS_FIELD(bnd_addr(&brng)) : 0);
+    } else if (k >= 2)
         for (unsigned l = 0; l < 64; l++)
             if (rn(r, 8) == 0) v |= 1ull << l;
     uint64_t ea = VIEW_BASE + ((SHADOW_FIRST + p * PAGE) >> 12) * 16 + 8 * w;
@@ -835,6 +884,113 @@ static void gen_view(struct rng *r)
     in->vword = (uint8_t)w;
     in->vval = v;
     end(in);
+}
+
+/* The data accesses of instruction k as generated (a string instruction's: of a random
+   iteration; the stack's at the generator's RSP). */
+static int gen_accs(struct rng *r, int k, struct acc *a)
+{
+    int na = 0;
+    if (ins[k].is_view) return 0;
+    if (ins[k].sop) return str_accs(&ins[k], rn(r, (unsigned)ins[k].rcx0 + 1), a);
+    for (; na < ins[k].nacc; na++) {
+        a[na] = ins[k].a[na];
+        if (a[na].stack) a[na].addr += ins[k].rsp_before;
+    }
+    return na;
+}
+/* The bytes [*s, *e) (line offsets) of an access of the sequence so far in a line with index
+   `line`; 0 if it has none there. */
+static int bnd_seg(struct rng *r, unsigned line, unsigned *s, unsigned *e)
+{
+    unsigned c[16][2], n = 0;
+    for (int k = 0; k < nins && n < 16; k++) {
+        struct acc a[2];
+        int na = gen_accs(r, k, a);
+        for (int i = 0; i < na && n < 16; i++)
+            for (uint64_t x = a[i].addr; x < a[i].addr + a[i].size && n < 16; x = (x | 127) + 1) {
+                uint64_t end = (x | 127) + 1 < a[i].addr + a[i].size ? (x | 127) + 1 : a[i].addr + a[i].size;
+                if ((x >> 7 & 31) != line) continue;
+                c[n][0] = (unsigned)(x & 127);
+                c[n++][1] = (unsigned)((end - 1) & 127) + 1;
+            }
+    }
+    if (!n) return 0;
+    n = rn(r, n);
+    *s = c[n][0];
+    *e = c[n][1];
+    return 1;
+}
+/* Where an access begins or ends in the line, +-1: bounds that cut it. */
+static unsigned bnd_cut(struct rng *r, unsigned line)
+{
+    unsigned s, e;
+    if (!bnd_seg(r, line, &s, &e)) return rn(r, 129);
+    unsigned v = (rn(r, 2) ? s : e) + rn(r, 3);
+    return v ? v - 1 : 0;
+}
+/* A line's (lo, hi), biased to the cases R-BND-1 names. */
+static void bnd_pair(struct rng *r, unsigned line, uint8_t *lo, uint8_t *hi)
+{
+    unsigned k = rn(r, 16), l, h, s, e;
+    if (k < 2) { l = 0; h = 128; }                              /* the whole line */
+    else if (k < 4) { l = rn(r, 2) ? 0 : bnd_cut(r, line); h = 129 + rn(r, 127); } /* hi > 128 */
+    else if (k < 6) { l = rn(r, 256); h = rn(r, l + 1); }       /* lo >= hi: none */
+    else if (k < 7) { l = 0; h = 0; }
+    else if (k < 10 && bnd_seg(r, line, &s, &e) && e - s > 1) {
+        l = rn(r, 2) ? s : rn(r, s + 1);                        /* an access open in part: */
+        h = s + 1 + rn(r, e - s - 1);                           /* its first closed byte */
+    } else if (k < 14) {                                        /* cutting the accesses */
+        l = rn(r, 3) ? bnd_cut(r, line) : 0;
+        h = rn(r, 3) ? bnd_cut(r, line) : 128;
+    } else { l = rn(r, 256); h = rn(r, 256); }
+    *lo = (uint8_t)l;
+    *hi = (uint8_t)h;
+}
+/* The arrays of the sequence (after its code: they cut its accesses). */
+static void bnd_fill(struct rng *r)
+{
+    for (unsigned i = 0; i < PAGE; i += 8) *(uint64_t *)&bnd_init[i] = rnext(r);
+    for (unsigned a = 0; a < NBND; a++)
+        for (unsigned l = 0; l < 32; l++)
+            bnd_pair(r, l, &bnd_init[bnd_off[a] + 2 * l], &bnd_init[bnd_off[a] + 2 * l + 1]);
+}
+
+/* A store to the bounds at addr: its address (disp32) and value in the code and in ins. */
+static void bnd_store_at(struct rng *r, struct ins *in, uint64_t addr)
+{
+    uint8_t *c = (uint8_t *)CODE + in->cnt_imm_off, v[4];
+    unsigned size = in->a[0].size, line = (unsigned)((addr - BND_PAGE) & 63) / 2;
+    bnd_pair(r, line, &v[0], &v[1]);
+    bnd_pair(r, line + 1, &v[2], &v[3]);
+    if (size == 1 && (addr & 1)) v[0] = v[1];
+    *(uint32_t *)c = (uint32_t)addr;
+    in->a[0].addr = addr;
+    in->vval = 0;
+    for (unsigned i = 0; i < size; i++) {
+        c[4 + i] = v[i];
+        in->vval |= (uint64_t)v[i] << 8 * i;
+    }
+}
+/* A plain store to the bounds (R-BND-2: it applies from the next access on, with no view
+   store or invalidation): mov $imm, disp32 of 1, 2 or 4 bytes into an array. An absolute
+   address, so that bnd_aim can move it without changing the sequence's registers. */
+static void gen_bnd(struct rng *r)
+{
+    unsigned size = 1u << rn(r, 3), line = rn(r, size == 4 ? 31 : 32);
+    uint64_t addr = BND_PAGE + bnd_off[rn(r, NBND)] + 2 * line + (size == 1 ? rn(r, 2) : 0);
+    struct ins *in = begin(T_BND);
+    if (size == 2) b1(0x66);
+    b1(size == 1 ? 0xc6 : 0xc7);
+    b1(0x04);                            /* ModRM, SIB: disp32 alone */
+    b1(0x25);
+    in->cnt_imm_off = coff();
+    b4(0);
+    for (unsigned i = 0; i < size; i++) b1(0);
+    acc1(in, K_W, addr, size);
+    in->is_bnd = 1;
+    end(in);
+    bnd_store_at(r, in, addr);
 }
 
 static void gen_one(struct rng *r)
@@ -923,9 +1079,13 @@ static void generate(uint64_t i)
             *(uint64_t *)&data_init[c + j] = v;
         }
     }
+    brng = seq_rng(i, 6);
     unsigned n = 1 + rn(&r, MAXT);
-    for (unsigned k = 0; k < n && nins < MAXINS - 16 && coff() < CODE_MAX - 64; k++)
+    for (unsigned k = 0; k < n && nins < MAXINS - 16 && coff() < CODE_MAX - 64; k++) {
         gen_one(&r);
+        if (g_bstore && rn(&brng, 6) == 0) gen_bnd(&brng);
+    }
+    bnd_fill(&brng);
     struct ins *e = begin(T_END);
     b1(0xe9);
     b4((uint32_t)((uint64_t)fuzz_exit - ((uint64_t)cp + 4)));
@@ -1001,6 +1161,48 @@ static void table_random(struct rng *r, int all_allow)
     table_apply();
 }
 
+/* BOUNDS on some entries (their own stream, as the arrays'): most that deny a line, fewer
+   that deny none (R-BND-3: those restrict nothing), malformed ones too. */
+static void table_bounds(struct rng *r, int all_allow)
+{
+    for (unsigned p = 0; p < SHADOW_PAGES; p++)
+        if (rn(r, 100) < (shadow[p].w1 ? 65u : all_allow ? 40u : 15u))
+            shadow[p].w0 |= ULPT_BOUNDS_FIELD(bnd_addr(r));
+}
+
+/*
+ * Most stores to the bounds go where they matter, once the table is known: at the pair of a
+ * line that a later access touches and that its page's entry denies for its kind, in the
+ * array that entry points at (a random store would seldom be read).
+ */
+static void bnd_aim(struct rng *r)
+{
+    for (int k = 0; k < nins; k++) {
+        uint64_t cand[16];
+        unsigned n = 0;
+        if (!ins[k].is_bnd || rn(r, 5) == 0) continue;
+        for (int q = k + 1; q < nins && n < 16; q++) {
+            struct acc a[2];
+            int na = gen_accs(r, q, a);
+            for (int i = 0; i < na && n < 16; i++)
+                for (uint64_t x = a[i].addr; x < a[i].addr + a[i].size && n < 16; x = (x | 127) + 1) {
+                    uint64_t pg = x & ~(PAGE - 1), b;
+                    unsigned line = (unsigned)(x >> 7 & 31);
+                    if (pg < SHADOW_FIRST || pg >= SHADOW_FIRST + SHADOW_PAGES * PAGE) continue;
+                    const struct pshadow *sp = &shadow[(pg - SHADOW_FIRST) / PAGE];
+                    b = ULPT_BOUNDS_ADDR(sp->w0);
+                    if (!sp->malformed && b >= BND_PAGE && b < BND_PAGE + PAGE &&
+                        (sp->w1 >> (2 * line + (a[i].kind == K_W)) & 1))
+                        cand[n++] = b + 2 * line;
+                }
+        }
+        if (!n) continue;
+        uint64_t pair = cand[rn(r, n)];
+        unsigned size = ins[k].a[0].size;
+        bnd_store_at(r, &ins[k], size == 1 ? pair + rn(r, 2) : size == 4 && (pair & 63) == 62 ? pair - 2 : pair);
+    }
+}
+
 /* The spec's rule (R-TBL-1, R-TBL-2, section 6), independently of target-ulpt. */
 static int cnx;                          /* the checker's copy of code_nx */
 struct dec { uint64_t addr, w0, w1; unsigned reason; };
@@ -1029,6 +1231,29 @@ static struct erec rexp[EXP_MAX];
 static uint32_t rexp_pos[EXP_MAX];        /* the position each record belongs to */
 static unsigned nrexp, npos;
 static uint64_t ring_used;                /* slots to clear before the next run */
+
+/*
+ * The checker's copy of BND_PAGE (the bounds the sequence's stores have made so far), and
+ * the open bytes of a line (4.5): [lo, min(hi, 128)) of the two bytes at BOUNDS + 2 line,
+ * none without BOUNDS or with bounds in the view (R-BND-2). ign_bnd: as if no entry had
+ * bounds (the counters of what bounds changed); inject=3 does so throughout (a self-test).
+ */
+static uint8_t cbnd[PAGE];
+static int ign_bnd;
+static void open_range(uint64_t w0, unsigned line, unsigned *lo, unsigned *hi)
+{
+    uint64_t b = (w0 >> 9 & ((1ull << 41) - 1)) << 6;     /* word 0 49:9 = address 46:6 */
+    *lo = *hi = 0;
+    if (!b || ign_bnd || g_inject == 3 || (b >= VIEW_BASE && b < VIEW_BASE + (1ull << 39)))
+        return;
+    if (b < BND_PAGE || b + 64 > BND_PAGE + PAGE) {
+        bm_printf("Bail out! BOUNDS %lx: the generator points only at its arrays\n", b);
+        bm_exit(1);
+    }
+    *lo = cbnd[b - BND_PAGE + 2 * line];
+    *hi = cbnd[b - BND_PAGE + 2 * line + 1];
+    if (*hi > 128) *hi = 128;
+}
 
 enum { J_ALLOWED, J_VIOLATION, J_LOGGED };
 static int judge(const struct pshadow *sh, int mibbad, unsigned kind, uint64_t start,
@@ -1061,12 +1286,17 @@ static int judge(const struct pshadow *sh, int mibbad, unsigned kind, uint64_t s
                 pd = (struct dec){ a, s->w0, s->w1, ULPT_REASON_PAGE };
                 denied = 1;
             } else {
+                /* R-BND-1: the first byte of a denied line that its bounds leave closed. */
                 for (uint64_t b = a; b < cend && !denied; b = (b | 127) + 1) {
-                    unsigned line = (unsigned)((b >> 7) & 31);
-                    if (s->w1 >> (2 * line + (kind == K_W)) & 1) {
-                        pd = (struct dec){ b, s->w0, s->w1, ULPT_REASON_LINE };
-                        denied = 1;
-                    }
+                    unsigned line = (unsigned)((b >> 7) & 31), lo, hi;
+                    if (!(s->w1 >> (2 * line + (kind == K_W)) & 1)) continue;
+                    open_range(s->w0, line, &lo, &hi);
+                    uint64_t lend = (b | 127) + 1 < cend ? (b | 127) + 1 : cend;
+                    for (uint64_t x = b; x < lend && !denied; x++)
+                        if ((x & 127) < lo || (x & 127) >= hi) {
+                            pd = (struct dec){ x, s->w0, s->w1, ULPT_REASON_LINE };
+                            denied = 1;
+                        }
                 }
             }
         }
@@ -1189,12 +1419,27 @@ static int first_denied(int k, uint64_t j, unsigned perm, struct acc *a, int n, 
     return -1;
 }
 
+/* What bounds did in the permitted runs (each completed access once): accesses they opened
+   (allowed, or logged instead of delivered), and ones whose first denied byte they moved. */
+static uint64_t nbopen, nbmoved, nbstores;
+static int skipping;                     /* next_pos of an instruction the handler skipped */
+
 /* Leave the current position: everything it did had to be delivered. */
 static void next_pos(void)
 {
     struct acc a[3];
     struct dec d[3];
     int n = accs_of(cur_k, cur_j, a);
+    for (int x = 0; hmode == M_PERMIT && x < n; x++) {
+        struct dec d1, d0;
+        if (a[x].kind == ULPT_KIND_X) continue;
+        int r1 = judge(cshadow, cmib, a[x].kind, a[x].addr, a[x].size, &d1);
+        ign_bnd = 1;
+        int r0 = judge(cshadow, cmib, a[x].kind, a[x].addr, a[x].size, &d0);
+        ign_bnd = 0;
+        if (r1 != r0) nbopen++;
+        else if (r1 != J_ALLOWED && d1.addr != d0.addr) nbmoved++;
+    }
     int i = first_denied(cur_k, cur_j, cur_perm, a, n, d);
     if (i >= 0) {
         uint64_t w[8] = { d[i].addr, a[i].kind, a[i].addr, a[i].size, d[i].reason, cur_perm, 0, 0 };
@@ -1228,6 +1473,11 @@ static void next_pos(void)
         if (ins[cur_k].vword) v->w1 = ins[cur_k].vval;
         else v->w0 = ins[cur_k].vval;
         v->malformed = (v->w0 & ULPT_PAGE_RSVD_MASK) != 0;
+    }
+    if (ins[cur_k].is_bnd && !skipping && g_inject != 4) {    /* from the next access on (R-BND-2) */
+        for (unsigned i = 0; i < ins[cur_k].a[0].size; i++)
+            cbnd[ins[cur_k].a[0].addr - BND_PAGE + i] = (uint8_t)(ins[cur_k].vval >> 8 * i);
+        nbstores += hmode == M_PERMIT;
     }
     if (cur_j + 1 < positions_of(&ins[cur_k])) {
         cur_j++;
@@ -1376,7 +1626,9 @@ void fuzz_handler(uint64_t *g, uint64_t *f)
         }
         cur_j = positions_of(in) - 1;
         cur_perm = 7;
+        skipping = 1;
         next_pos();
+        skipping = 0;
         loops = 0;
         return;
     }
@@ -1462,6 +1714,7 @@ static void run_seq(int mode, struct result *res)
     nskip = 0;
     for (int k = 0; k < nins; k++) ins[k].notexec = 0;
     for (unsigned p = 0; p < SHADOW_PAGES; p++) cshadow[p] = cshadow_init[p];
+    for (unsigned i = 0; i < PAGE; i++) ((uint8_t *)BND_PAGE)[i] = cbnd[i] = bnd_init[i];
     start_pos();
     if (have_ulpt) wrmsr(MSR_ULPT_STATUS, 0);
     int counting = have_ulpt && clog == C_COUNT && mode != M_REF;
@@ -1695,6 +1948,13 @@ static void check_campaign(uint64_t start, uint64_t count, int inject)
         clog = g_log ? (int)rn(&lr, 3) : 0;
         for (unsigned p = 0; g_log && p < SHADOW_PAGES; p++)
             if (rn(&lr, 3) == 0) shadow[p].w0 |= ULPT_LOG;
+        struct rng br = seq_rng(s, 7);
+        if (g_bnd) table_bounds(&br, 0);
+        if (g_bstore) {                 /* before the runs that the check compares */
+            struct rng ar = seq_rng(s, 8);
+            bnd_aim(&ar);
+            for (unsigned i = 0; i < clen; i++) code_copy[i] = ((uint8_t *)CODE)[i];
+        }
         table_apply();
         nlogged += clog == C_COUNT;
         nringed += clog == C_RING;
@@ -1708,12 +1968,20 @@ static void check_campaign(uint64_t start, uint64_t count, int inject)
         hrng = seq_rng(s, 2);
         out_a = fuzz_out;
         ndlog = 0;
-        run_seq(M_PERMIT, &per);
-        if (dump) {
+        if (dump) {                     /* before the run: it may not end */
             for (unsigned p = 0; p < SHADOW_PAGES; p++)
                 bm_printf("# page %lx: %lx %lx%s\n", SHADOW_FIRST + p * PAGE, shadow[p].w0, shadow[p].w1,
                           shadow[p].malformed ? " malformed" : "");
             bm_printf("# mib malformed %d\n", cmib);
+            for (unsigned b = 0; b < NBND; b++) {
+                bm_printf("# bounds %lx:", BND_PAGE + bnd_off[b]);
+                for (unsigned l = 0; l < 32; l++)
+                    bm_printf(" %u-%u", bnd_init[bnd_off[b] + 2 * l], bnd_init[bnd_off[b] + 2 * l + 1]);
+                bm_printf("\n");
+            }
+        }
+        run_seq(M_PERMIT, &per);
+        if (dump) {
             static struct pshadow keep[SHADOW_PAGES];
             for (unsigned p = 0; p < SHADOW_PAGES; p++) keep[p] = shadow[p];
             int keepmib = mib_malformed;
@@ -1788,8 +2056,9 @@ static void check_campaign(uint64_t start, uint64_t count, int inject)
         }
     }
     bm_printf("fuzz: mode check seed %lu sequences %lu deliveries %lu after-events %lu skipped %lu "
-              "reference-exceptions %lu code-nx %lu counted %lu logged %lu\n", g_seed, count, ndel, nafter,
-              nskipped, nreftrap, nnx, nlogged, nringed);
+              "reference-exceptions %lu code-nx %lu counted %lu logged %lu bounds-opened %lu "
+              "bounds-moved %lu bounds-stores %lu\n", g_seed, count, ndel, nafter, nskipped, nreftrap, nnx,
+              nlogged, nringed, nbopen, nbmoved, nbstores);
     (void)inject;
 }
 
@@ -1802,6 +2071,8 @@ static void ref_campaign(uint64_t start, uint64_t count)
         if (have_ulpt) {
             struct rng tr = seq_rng(s, 1);
             table_random(&tr, 1);
+            struct rng br = seq_rng(s, 7);
+            if (g_bnd) table_bounds(&br, 1);
             /* Rights on pages no sequence touches: the page above the data area. */
             shadow[SHADOW_PAGES - 1] = (struct pshadow){ 7, ~0ull, 0 };
             table_apply();
@@ -1999,6 +2270,7 @@ void tests(void)
     bm_printf("# fuzz: seed %lu start %lu count %lu ulpt %d avx %d\n", g_seed, start, count, have_ulpt, feat.avx);
     int inject = (int)arg("inject", 0);
     g_inject = inject;
+    g_bnd = !has_word("nobounds");
     if (has_word("mode=msr")) {
         if (!have_ulpt) { bm_printf("Bail out! mode=msr needs -cpu ulpt\n"); bm_exit(1); }
         msr_campaign(start, count);
@@ -2007,6 +2279,7 @@ void tests(void)
         g_view = !has_word("noview");
         g_nx = !has_word("nonx");
         g_log = !has_word("nolog");
+        g_bstore = g_bnd;
         ulpt_clear_all();
         ulpt_enable((uint64_t)fuzz_hentry);
         wrmsr(MSR_ULPT_STKADJ, STKADJ);
