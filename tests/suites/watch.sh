@@ -81,9 +81,9 @@ addr=$(nm "$nopie" 2>/dev/null | awk '$3 == "watched" { print $1 }')
 
 # strbugs: a call of each checked libc function one byte outside its block.
 strcases="memcpy-write memcpy-read memcpy-read-under strcpy-under memmove memset-under memcmp memchr strlen strnlen strcpy strncpy
-strcat strncat strcmp strncmp strchr strrchr strdup strndup read write fread fwrite fgets snprintf
+strcat strncat strcmp strcoll strncmp strchr strrchr strdup strndup read write fread fwrite fgets snprintf
 memcpy-write-under memmove-under memcmp-under memchr-under strlen-under strnlen-under strcpy-src-under
-strncpy-under strcat-under strncat-under strcmp-under strncmp-under strchr-under strrchr-under
+strncpy-under strcat-under strncat-under strcmp-under strcoll-under strncmp-under strchr-under strrchr-under
 strdup-under strndup-under read-under write-under fread-under fwrite-under fgets-under snprintf-under"
 strcases=$(echo $strcases)
 # wcsbugs: the same for the wide functions and the multibyte converters (its source lists them).

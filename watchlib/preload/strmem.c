@@ -21,6 +21,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <locale.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,12 +40,14 @@ REAL(strcmp, int, const char *, const char *);
 REAL(strncmp, int, const char *, const char *, size_t);
 REAL(strchr, char *, const char *, int);
 REAL(strrchr, char *, const char *, int);
+REAL(strcoll, int, const char *, const char *);
 
 /* Called once the agent has started (agent_init). */
 void strmem_init(void)
 {
 	GET(memcpy); GET(memmove); GET(memset); GET(memcmp); GET(memchr); GET(strlen);
 	GET(strnlen); GET(strcmp); GET(strncmp); GET(strchr); GET(strrchr);
+	GET(strcoll);
 	wcsmem_init();
 }
 
@@ -71,9 +74,100 @@ void strmem_check(uintptr_t s, size_t n, unsigned access, const char *fn, uintpt
 /* --- fallbacks before the agent has started ------------------------------------------------ */
 static size_t plain_strlen(const char *s) { size_t n = 0; while (s[n]) n++; return n; }
 
+typedef uint64_t __attribute__((may_alias, aligned(1))) word_u;
+#define ONES 0x0101010101010101ull
+#define HAS_ZERO(w) (((w) - ONES) & ~(w) & (ONES << 7))
+
+/*
+ * The open end of the live block that holds a (its last byte + 1), or 0. glibc's vector
+ * string functions read whole 32-byte vectors past a string's terminator: where that is a
+ * block's closed bytes (its padding, the next red zone), each call costs a fault of the
+ * agent's own, permitted (a delivery). Strings in the heap are scanned up to there instead.
+ */
+static uintptr_t open_end(const char *a)
+{
+	uintptr_t p = (uintptr_t)a;
+	uint32_t id;
+
+	if (!in_arena(p))
+		return 0;
+	id = __atomic_load_n(&ag.owner[line_of(p)], __ATOMIC_ACQUIRE);
+	if (!id || ag.blocks[id].state != BLK_LIVE || p < ag.blocks[id].user ||
+	    p >= ag.blocks[id].user + ag.blocks[id].size)
+		return 0;
+	return ag.blocks[id].user + ag.blocks[id].size;
+}
+
+/* strlen of a string in a block: aligned words while they lie in the block, then bytes (past
+ * the block's end too: an unterminated string, whose reads there fault, permitted, as the
+ * agent's own, and are then reported by check). */
+static size_t heap_strlen(const char *s, uintptr_t end)
+{
+	const char *p = s;
+
+	in_agent++;
+	while (((uintptr_t)p & 7) && (uintptr_t)p < end && *p)
+		p++;
+	if (((uintptr_t)p & 7) == 0)
+		for (; (uintptr_t)p + 8 <= end; p += 8) {
+			uint64_t w = *(const uint64_t *)p;
+			if (HAS_ZERO(w))
+				break;
+		}
+	while (*p)
+		p++;
+	in_agent--;
+	return (size_t)(p - s);
+}
+
+/* memchr of [s, s + n) in the heap, reading no byte past it (see open_end). */
+static const char *heap_memchr(const char *s, int c, size_t n)
+{
+	const char *p = s, *e = s + n;
+	const uint64_t cc = ONES * (unsigned char)c;
+	const char *r = NULL;
+
+	in_agent++;
+	while (p < e && ((uintptr_t)p & 7) && *p != (char)c)
+		p++;
+	if (p < e && *p != (char)c)
+		for (; p + 8 <= e && !HAS_ZERO(*(const word_u *)p ^ cc); p += 8)
+			;
+	for (; p < e; p++)
+		if (*p == (char)c) {
+			r = p;
+			break;
+		}
+	in_agent--;
+	return r;
+}
+
+/* memcmp of two ranges checked whole, reading no byte past either (see open_end). */
+static int heap_memcmp(const unsigned char *a, const unsigned char *b, size_t n)
+{
+	size_t i = 0;
+	int r = 0;
+
+	in_agent++;
+	while (i + 8 <= n && *(const word_u *)(a + i) == *(const word_u *)(b + i))
+		i += 8;
+	for (; i < n; i++)
+		if (a[i] != b[i]) {
+			r = a[i] - b[i];
+			break;
+		}
+	in_agent--;
+	return r;
+}
+
 static size_t len_of(const char *s)
 {
-	return real_strlen ? AS_AGENT(real_strlen(s)) : plain_strlen(s);
+	uintptr_t end;
+
+	if (!real_strlen)
+		return plain_strlen(s);
+	end = ag.bounds ? open_end(s) : 0;
+	return end ? heap_strlen(s, end) : AS_AGENT(real_strlen(s));
 }
 
 /* strnlen(s, max) as the agent's access (nread: the bytes it reads, the terminator too). */
@@ -175,6 +269,8 @@ int memcmp(const void *a, const void *b, size_t n)
 		/* Both ranges whole, as ASan's strict_memcmp: the result may depend on any byte. */
 		check(a, n, WL_READ, "memcmp", CALLER);
 		check(b, n, WL_READ, "memcmp", CALLER);
+		if (ag.bounds && (in_arena((uintptr_t)a) || in_arena((uintptr_t)b)))
+			return heap_memcmp(a, b, n);
 		return AS_AGENT(real_memcmp(a, b, n));
 	}
 	if (real_memcmp)
@@ -188,7 +284,8 @@ int memcmp(const void *a, const void *b, size_t n)
 void *memchr(const void *s, int c, size_t n)
 {
 	if (checking()) {
-		const char *r = AS_AGENT(real_memchr(s, c, n));
+		const char *r = ag.bounds && in_arena((uintptr_t)s) ? heap_memchr(s, c, n) :
+				AS_AGENT(real_memchr(s, c, n));
 		check(s, r ? (size_t)(r - (const char *)s) + 1 : n, WL_READ, "memchr", CALLER);
 		return (void *)r;
 	}
@@ -322,7 +419,12 @@ int strcmp(const char *a, const char *b)
 		size_t n = cmp_span(a, b, (size_t)-1);
 		check(a, n, WL_READ, "strcmp", CALLER);
 		check(b, n, WL_READ, "strcmp", CALLER);
-		return AS_AGENT(real_strcmp(a, b));
+		/* The span ends at the first difference or terminator: the result is there (no
+		 * vector strcmp reading past either string's end, see open_end). */
+		in_agent++;
+		int r = (unsigned char)a[n - 1] - (unsigned char)b[n - 1];
+		in_agent--;
+		return r;
 	}
 	if (real_strcmp)
 		return real_strcmp(a, b);
@@ -331,13 +433,44 @@ int strcmp(const char *a, const char *b)
 	return (unsigned char)*a - (unsigned char)*b;
 }
 
+/*
+ * strcoll: in the C locale it is strcmp (glibc's calls its vector strcmp, whose reads past a
+ * heap string's end into its block's closed bytes fault: lua compares every string so); in
+ * another, glibc's own, as the agent's access. Both strings are read up to where they differ,
+ * as strcmp reads them.
+ */
+int strcoll(const char *a, const char *b)
+{
+	if (checking()) {
+		size_t n = cmp_span(a, b, (size_t)-1);
+		const char *l = setlocale(LC_COLLATE, NULL);
+		check(a, n, WL_READ, "strcoll", CALLER);
+		check(b, n, WL_READ, "strcoll", CALLER);
+		if (l && ((l[0] == 'C' && !l[1]) || !real_strcmp(l, "POSIX"))) {
+			in_agent++;
+			int r = (unsigned char)a[n - 1] - (unsigned char)b[n - 1];
+			in_agent--;
+			return r;
+		}
+		return AS_AGENT(real_strcoll(a, b));
+	}
+	if (real_strcoll)
+		return real_strcoll(a, b);
+	return strcmp(a, b);
+}
+
 int strncmp(const char *a, const char *b, size_t n)
 {
 	if (checking()) {
 		size_t m = cmp_span(a, b, n);
 		check(a, m, WL_READ, "strncmp", CALLER);
 		check(b, m, WL_READ, "strncmp", CALLER);
-		return AS_AGENT(real_strncmp(a, b, n));
+		if (!m)
+			return 0;
+		in_agent++;
+		int r = (unsigned char)a[m - 1] - (unsigned char)b[m - 1];
+		in_agent--;
+		return r;
 	}
 	if (real_strncmp)
 		return real_strncmp(a, b, n);
@@ -349,7 +482,13 @@ int strncmp(const char *a, const char *b, size_t n)
 char *strchr(const char *s, int c)
 {
 	if (checking()) {
-		char *r = AS_AGENT(real_strchr(s, c));
+		char *r;
+		if (ag.bounds && open_end(s)) {
+			size_t n = len_of(s);
+			r = (char)c ? (char *)heap_memchr(s, c, n) : (char *)s + n;
+		} else {
+			r = AS_AGENT(real_strchr(s, c));
+		}
 		check(s, r ? (size_t)(r - s) + 1 : len_of(s) + 1, WL_READ, "strchr", CALLER);
 		return r;
 	}

@@ -98,6 +98,12 @@ int main(int argc, char **argv)
 		say(c, "strcmp", u, 8, u + 8, __LINE__ + 1);
 		sink = (size_t)strcmp(u, v);    /* equal for 8 bytes, no terminator: reads on */
 		sink += __LINE__;      /* a tail of its own: the call keeps its line */
+	} else if (!strcmp(c, "strcoll")) {
+		char *volatile v = malloc(8);
+		memcpy(v, "ABCDEFGH", 8);
+		say(c, "strcoll", u, 8, u + 8, __LINE__ + 1);
+		sink = (size_t)strcoll(u, v);   /* the C locale: strcmp's reads */
+		sink += __LINE__;      /* a tail of its own: the call keeps its line */
 	} else if (!strcmp(c, "strncmp")) {
 		char *volatile v = malloc(8);
 		memcpy(v, "ABCDEFGH", 8);
@@ -194,6 +200,10 @@ int main(int argc, char **argv)
 	} else if (!strcmp(c, "strcmp-under")) {
 		say(c, "strcmp", s, 8, s - 1, __LINE__ + 1);
 		sink = (size_t)strcmp(s - 1, "x");
+		sink += __LINE__;      /* a tail of its own: the call keeps its line */
+	} else if (!strcmp(c, "strcoll-under")) {
+		say(c, "strcoll", s, 8, s - 1, __LINE__ + 1);
+		sink = (size_t)strcoll(s - 1, "x");
 		sink += __LINE__;      /* a tail of its own: the call keeps its line */
 	} else if (!strcmp(c, "strncmp-under")) {
 		say(c, "strncmp", s, 8, s - 1, __LINE__ + 1);
