@@ -39,6 +39,54 @@ static uint64_t leaf_pa(uint64_t va) { return 0x4000 + ((va >> 12) & 255) * 16; 
 
 static const uint64_t va = 0x00007f1234567000ull;
 
+/* R-BND-1: the decision with bounds, and which lines' bounds it reads. */
+static uint8_t bnd[64];
+static unsigned bnd_reads;
+static bool rdb(void *opaque, uint64_t va, uint8_t *lo, uint8_t *hi)
+{
+    (void)opaque;
+    bnd_reads++;
+    if (va < 0x1000 || va >= 0x1000 + sizeof(bnd)) {
+        return false;                   /* not the array: unreadable */
+    }
+    *lo = bnd[va - 0x1000];
+    *hi = bnd[va - 0x1000 + 1];
+    return true;
+}
+
+static void bounds(void)
+{
+    UlptEntry e = { .page = ULPT_BOUNDS_FIELD(0x1000ull),
+                    .lines = ULPT_LINE_NW(3) | ULPT_LINE_NW(4) };
+    unsigned bad = 0;
+
+    memset(bnd, 0, sizeof(bnd));
+    bnd[6] = 40;                        /* line 3: [40, 100) */
+    bnd[7] = 100;
+    bnd[8] = 0;                         /* line 4: [0, 200): all of it */
+    bnd[9] = 200;
+    tap_ok(ULPT_BOUNDS_ADDR(e.page) == 0x1000 && !(e.page & ULPT_PAGE_RSVD_MASK),
+           "BOUNDS holds bits 46:6 of the address in word 0 bits 49:9, not reserved");
+    bnd_reads = 0;
+    tap_ok(ulpt_check_bounds(&e, ULPT_KIND_W, 3 * 128 + 40, 60, rdb, NULL, &bad) == 0 &&
+           bnd_reads == 1, "[lo, hi) open, one line's bounds read");
+    tap_ok(ulpt_check_bounds(&e, ULPT_KIND_W, 3 * 128 + 96, 8, rdb, NULL, &bad) ==
+           ULPT_REASON_LINE && bad == 3 * 128 + 100, "a write past hi: its first closed byte");
+    tap_ok(ulpt_check_bounds(&e, ULPT_KIND_W, 3 * 128 + 36, 8, rdb, NULL, &bad) ==
+           ULPT_REASON_LINE && bad == 3 * 128 + 36, "a write starting before lo: its first byte");
+    bnd[7] = 128;
+    bnd_reads = 0;
+    tap_ok(ulpt_check_bounds(&e, ULPT_KIND_W, 3 * 128 + 124, 8, rdb, NULL, &bad) == 0 &&
+           bnd_reads == 2, "across lines 3 and 4, both open: both lines' bounds read");
+    bnd_reads = 0;
+    tap_ok(ulpt_check_bounds(&e, ULPT_KIND_W, 2 * 128 + 124, 8, rdb, NULL, &bad) ==
+           ULPT_REASON_LINE && bad == 3 * 128 && bnd_reads == 1,
+           "from line 2 (allowed) into line 3 below lo: line 2's bounds not read");
+    e.page = ULPT_BOUNDS_FIELD(0x2000ull);
+    tap_ok(ulpt_check_bounds(&e, ULPT_KIND_W, 3 * 128 + 50, 1, rdb, NULL, &bad) ==
+           ULPT_REASON_LINE && bad == 3 * 128 + 50, "unreadable bounds open nothing");
+}
+
 /* The walk reads the leaf's two words, and only the entry of the page accessed. */
 static void walk(void)
 {
@@ -268,55 +316,7 @@ static void escalation(void)
            ulpt_pf_error_code(ULPT_KIND_X) == (1 | 4 | 16 | 256), "escalation #PF error codes");
 }
 
-/* R-BND-1: the decision with bounds, and which lines' bounds it reads. */
-static uint8_t bnd[64];
-static unsigned bnd_reads;
-static bool rdb(void *opaque, uint64_t va, uint8_t *lo, uint8_t *hi)
-{
-    (void)opaque;
-    bnd_reads++;
-    if (va < 0x1000 || va >= 0x1000 + sizeof(bnd)) {
-        return false;                   /* not the array: unreadable */
-    }
-    *lo = bnd[va - 0x1000];
-    *hi = bnd[va - 0x1000 + 1];
-    return true;
-}
-
-static void bounds(void)
-{
-    UlptEntry e = { .page = ULPT_BOUNDS_FIELD(0x1000ull),
-                    .lines = ULPT_LINE_NW(3) | ULPT_LINE_NW(4) };
-    unsigned bad = 0;
-
-    memset(bnd, 0, sizeof(bnd));
-    bnd[6] = 40;                        /* line 3: [40, 100) */
-    bnd[7] = 100;
-    bnd[8] = 0;                         /* line 4: [0, 200): all of it */
-    bnd[9] = 200;
-    tap_ok(ULPT_BOUNDS_ADDR(e.page) == 0x1000 && !(e.page & ULPT_PAGE_RSVD_MASK),
-           "BOUNDS holds bits 46:6 of the address in word 0 bits 49:9, not reserved");
-    bnd_reads = 0;
-    tap_ok(ulpt_check_bounds(&e, ULPT_KIND_W, 3 * 128 + 40, 60, rdb, NULL, &bad) == 0 &&
-           bnd_reads == 1, "[lo, hi) open, one line's bounds read");
-    tap_ok(ulpt_check_bounds(&e, ULPT_KIND_W, 3 * 128 + 96, 8, rdb, NULL, &bad) ==
-           ULPT_REASON_LINE && bad == 3 * 128 + 100, "a write past hi: its first closed byte");
-    tap_ok(ulpt_check_bounds(&e, ULPT_KIND_W, 3 * 128 + 36, 8, rdb, NULL, &bad) ==
-           ULPT_REASON_LINE && bad == 3 * 128 + 36, "a write starting before lo: its first byte");
-    bnd[7] = 128;
-    bnd_reads = 0;
-    tap_ok(ulpt_check_bounds(&e, ULPT_KIND_W, 3 * 128 + 124, 8, rdb, NULL, &bad) == 0 &&
-           bnd_reads == 2, "across lines 3 and 4, both open: both lines' bounds read");
-    bnd_reads = 0;
-    tap_ok(ulpt_check_bounds(&e, ULPT_KIND_W, 2 * 128 + 124, 8, rdb, NULL, &bad) ==
-           ULPT_REASON_LINE && bad == 3 * 128 && bnd_reads == 1,
-           "from line 2 (allowed) into line 3 below lo: line 2's bounds not read");
-    e.page = ULPT_BOUNDS_FIELD(0x2000ull);
-    tap_ok(ulpt_check_bounds(&e, ULPT_KIND_W, 3 * 128 + 50, 1, rdb, NULL, &bad) ==
-           ULPT_REASON_LINE && bad == 3 * 128 + 50, "unreadable bounds open nothing");
-}
-
-static const struct test_case core_tests[] = {
+static struct test_case const core_tests[] = {
     { "R-TBL-1:walk", walk, 6 },
     { "R-TBL-2", malformed, 8 },
     { "R-TBL-3", above_2_47, 1 },
