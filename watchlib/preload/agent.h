@@ -116,6 +116,13 @@ static inline uint32_t line_of(uintptr_t a)
 	return (uint32_t)((a - (uintptr_t)ag.arena) >> LINE_SHIFT);
 }
 
+/* The id of the slot (live, freed or free) that holds arena address a, or 0: owner[] is
+ * written before a block's address is handed out (heap.c). */
+static inline uint32_t slot_id_of(uintptr_t a)
+{
+	return in_arena(a) ? __atomic_load_n(&ag.owner[line_of(a)], __ATOMIC_ACQUIRE) : 0;
+}
+
 /* agent.c */
 void agent_init(void) WL_HIDDEN;
 void agent_write(const char *s, size_t n) WL_HIDDEN;       /* to the result file */

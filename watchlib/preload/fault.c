@@ -31,11 +31,8 @@ static __thread struct err pending __attribute__((tls_model("initial-exec")));
 
 static struct blk *blk_of(uintptr_t a)
 {
-	uint32_t id;
+	uint32_t id = slot_id_of(a);
 
-	if (!in_arena(a))
-		return NULL;
-	id = __atomic_load_n(&ag.owner[line_of(a)], __ATOMIC_ACQUIRE);
 	return id ? &ag.blocks[id] : NULL;
 }
 

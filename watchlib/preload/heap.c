@@ -689,11 +689,8 @@ static void *heap_alloc(size_t size, size_t align, int zero, enum alloc_how how)
 static uint32_t block_at(const void *p)
 {
 	uintptr_t a = (uintptr_t)p;
-	uint32_t id;
+	uint32_t id = slot_id_of(a);
 
-	if (!in_arena(a))
-		return 0;
-	id = __atomic_load_n(&ag.owner[line_of(a)], __ATOMIC_ACQUIRE);
 	return id && ag.blocks[id].user == a ? id : 0;
 }
 
@@ -744,7 +741,7 @@ static void heap_free(void *p, const char *why, int how)
 
 	if (!id) {
 		uintptr_t a = (uintptr_t)p;
-		uint32_t near = in_arena(a) ? __atomic_load_n(&ag.owner[line_of(a)], __ATOMIC_ACQUIRE) : 0;
+		uint32_t near = slot_id_of(a);
 		bad_free(ERR_INVALID_FREE, p, near);
 		return;
 	}

@@ -87,15 +87,11 @@ typedef uint64_t __attribute__((may_alias, aligned(1))) word_u;
 static uintptr_t open_end(const char *a)
 {
 	uintptr_t p = (uintptr_t)a;
-	uint32_t id;
+	const struct blk *b = &ag.blocks[slot_id_of(p)];      /* id 0: never live */
 
-	if (!in_arena(p))
+	if (b->state != BLK_LIVE || p < b->user || p >= b->user + b->size)
 		return 0;
-	id = __atomic_load_n(&ag.owner[line_of(p)], __ATOMIC_ACQUIRE);
-	if (!id || ag.blocks[id].state != BLK_LIVE || p < ag.blocks[id].user ||
-	    p >= ag.blocks[id].user + ag.blocks[id].size)
-		return 0;
-	return ag.blocks[id].user + ag.blocks[id].size;
+	return b->user + b->size;
 }
 
 /* strlen of a string in a block: aligned words while they lie in the block, then bytes (past
