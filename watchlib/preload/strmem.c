@@ -21,7 +21,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <locale.h>
+#include <langinfo.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -430,19 +430,18 @@ int strcmp(const char *a, const char *b)
 }
 
 /*
- * strcoll: in the C locale it is strcmp (glibc's calls its vector strcmp, whose reads past a
- * heap string's end into its block's closed bytes fault: lua compares every string so); in
- * another, glibc's own, as the agent's access. Both strings are read up to where they differ,
- * as strcmp reads them.
+ * strcoll: where the thread's locale has no collation rules (C, POSIX, C.UTF-8) it is strcmp,
+ * as glibc decides it (whose strcmp is the vector one, reading past a heap string's end into
+ * its block's closed bytes: lua compares every string so); elsewhere glibc's own, as the
+ * agent's access. Both strings are read up to where they differ, as strcmp reads them.
  */
 int strcoll(const char *a, const char *b)
 {
 	if (checking()) {
 		size_t n = cmp_span(a, b, (size_t)-1);
-		const char *l = setlocale(LC_COLLATE, NULL);
 		check(a, n, WL_READ, "strcoll", CALLER);
 		check(b, n, WL_READ, "strcoll", CALLER);
-		if (l && ((l[0] == 'C' && !l[1]) || !real_strcmp(l, "POSIX"))) {
+		if (!(uint32_t)(uintptr_t)nl_langinfo(_NL_COLLATE_NRULES)) {
 			in_agent++;
 			int r = (unsigned char)a[n - 1] - (unsigned char)b[n - 1];
 			in_agent--;
