@@ -25,6 +25,9 @@
 #include "ulpt-deliver.h"
 #include "ulpt-log.h"
 
+/* A line is the granule of the TLB's line masks and counted stores. */
+QEMU_BUILD_BUG_ON(ULPT_LINE_SHIFT != TLB_CHECK_GRANULE_BITS);
+
 /* Walks to a slot or counter before one that is not RAM is FULL. */
 #define ULPT_LOG_RETRIES 4
 
@@ -275,6 +278,67 @@ static bool read_back(CPUX86State *env, uint64_t va, unsigned size,
     }
     stq_le_p(value, v);
     return true;
+}
+
+/*
+ * The generated code counts a store itself (tcg/i386 tcg_out_count_store)
+ * when it is its instruction's only store and last access (the translator's
+ * TCGOP_ST_FINAL, never under a PERMIT), to a line that needs the check
+ * only to be counted: the page's entry has LOG and no BOUNDS, the thread
+ * counts, and the page's 32 counter pairs lie in one page of plain RAM that
+ * the TLB maps writable. That is the helper's path for such a store, made
+ * inline: the addition at the store is the addition at completion, as
+ * nothing after it can abandon the instruction. The TLB drops the entry's
+ * counting at any refill or update of it, at a flush of the counters' page,
+ * and when their RAM must be tracked (translated code, dirty logging);
+ * ulpt_msr_access flushes when the log moves. Only the main TLB entry of the
+ * page gets it; the next such store through the helper asks again.
+ */
+void ulpt_count_inline(CPUX86State *env, int mmu_idx, uint64_t addr,
+                       const CPUTLBEntryFull *full)
+{
+#ifdef TARGET_TLB_COUNT
+    UlptState *u = &env->ulpt;
+    uint64_t page = addr & TARGET_PAGE_MASK;
+    uint64_t cva = u->log_base + (page >> ULPT_LINE_SHIFT) * ULPT_CNT_SIZE;
+    uint64_t len = (TARGET_PAGE_SIZE >> ULPT_LINE_SHIFT) * ULPT_CNT_SIZE;
+    uint8_t *host;
+
+    if (!(u->log_ctl & ULPT_LOG_CTL_COUNT) ||
+        full->ulpt_kind != ULPT_TLB_LINES ||
+        (full->ulpt_page & ULPT_BOUNDS_MASK) ||
+        (cva & ~TARGET_PAGE_MASK) > TARGET_PAGE_SIZE - len ||
+        !ulpt_canonical(cva, ulpt_va_bits(env)) ||
+        ulpt_in_view(u->view, cva)) {
+        return;
+    }
+    host = ulpt_tlb_host(env, cva, mmu_idx, slot_entry);
+    if (host) {
+        tlb_set_count(env, mmu_idx, addr, ~full->check_pass[1],
+                      (uintptr_t)host -
+                      (uintptr_t)((page >> ULPT_LINE_SHIFT) * ULPT_CNT_SIZE),
+                      cva);
+    }
+#endif
+}
+
+void ulpt_log_fold(CPUX86State *env)
+{
+#ifdef TARGET_TLB_COUNT
+    CPUTLBCommon *c = &env_tlb(env)->c;
+    uint64_t n = c->count_added;
+
+    if (n) {
+        /*
+         * The counts first: a reader on another thread (the model's sum)
+         * may count these n twice for a moment, never lose them.
+         */
+        qatomic_set(&env->ulpt_stats.log_records,
+                    env->ulpt_stats.log_records + n);
+        qatomic_set(&c->count_added, 0);
+        env->ulpt.log_index += n;
+    }
+#endif
 }
 
 bool ulpt_log_publish(CPUX86State *env)

@@ -46,6 +46,28 @@ void ulpt_log_cover(CPUX86State *env, uint64_t start, unsigned size,
  * (R-LOG-5).
  */
 bool ulpt_log_publish(CPUX86State *env);
+/*
+ * A store to the line of a page counted through the helper (6.3): let the
+ * generated code make the page's next final stores to its counted lines,
+ * and count them, itself (tlb_set_count).
+ */
+void ulpt_count_inline(CPUX86State *env, int mmu_idx, uint64_t addr,
+                       const CPUTLBEntryFull *full);
+/*
+ * The additions the generated code made, into ULPT_LOG_INDEX and the
+ * counts (R-CNT-1): before LOG_INDEX is read or written.
+ */
+void ulpt_log_fold(CPUX86State *env);
+
+/* Those additions, not yet folded (for readers on other threads). */
+static inline uint64_t ulpt_log_unfolded(CPUX86State *env)
+{
+#if !defined(CONFIG_USER_ONLY) && defined(TARGET_TLB_COUNT)
+    return qatomic_read(&env_tlb(env)->c.count_added);
+#else
+    return 0;
+#endif
+}
 /* The instruction was abandoned (x86_restore_state_to_opc): no records. */
 void ulpt_log_abandon(CPUX86State *env);
 /*

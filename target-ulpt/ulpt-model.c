@@ -34,6 +34,7 @@
 #include "tcg/tcg.h"
 #include "accel/tcg/tb-context.h"
 #include "ulpt-model.h"
+#include "ulpt-log.h"
 
 /* QEMU's work: tcg_nb_tbs() and tcg_code_size() restart at a TB flush. */
 enum {
@@ -136,7 +137,8 @@ static void sum_now(uint64_t *v)
         v[ULPT_MODEL_F_REMOTE_SYNCS] += qatomic_read(&s->remote_syncs);
         v[ULPT_MODEL_F_ESCALATIONS] += qatomic_read(&s->escalations);
         v[ULPT_MODEL_F_KERNEL_ENTRIES] += qatomic_read(&s->kernel_entries);
-        v[ULPT_MODEL_F_LOG_RECORDS] += qatomic_read(&s->log_records);
+        v[ULPT_MODEL_F_LOG_RECORDS] += qatomic_read(&s->log_records) +
+            ulpt_log_unfolded(&X86_CPU(cs)->env);
         v[ULPT_MODEL_F_LOG_EVENTS] += qatomic_read(&s->log_events);
         v[ULPT_MODEL_F_BOUNDS_READS] += qatomic_read(&s->bounds_reads);
     }

@@ -9,6 +9,7 @@
 #include "monitor/monitor.h"
 #include "monitor/hmp-target.h"
 #include "ulpt-qemu.h"
+#include "ulpt-log.h"
 #ifdef ULPT_MODEL
 #include "ulpt-model.h"
 #endif
@@ -45,7 +46,10 @@ void hmp_info_ulpt(Monitor *mon, const QDict *qdict)
                        " log_events %" PRIu64 " log_full %" PRIu64
                        " bounds_reads %" PRIu64 "\n",
                        env->ulpt.log_base, env->ulpt.log_ctl,
-                       env->ulpt.log_index, s->log_records, s->log_events,
+                       /* with the generated code's additions (R-CNT-1) */
+                       env->ulpt.log_index + ulpt_log_unfolded(env),
+                       s->log_records + ulpt_log_unfolded(env),
+                       s->log_events,
                        s->log_full, s->bounds_reads);
     }
 #ifdef ULPT_MODEL

@@ -7,6 +7,7 @@
 #include "cpu.h"
 #include "exec/exec-all.h"
 #include "ulpt-core.h"
+#include "ulpt-log.h"
 #include "ulpt-qemu.h"
 #include "trace.h"
 
@@ -54,6 +55,10 @@ bool ulpt_msr_access(CPUX86State *env, uint32_t msr, uint64_t *val,
     default:
         return false;
     }
+    if (msr == MSR_ULPT_LOG_BASE || msr == MSR_ULPT_LOG_CTL ||
+        msr == MSR_ULPT_LOG_INDEX) {
+        ulpt_log_fold(env);     /* the generated code's additions */
+    }
     if (!is_write) {
         *val = *reg;
         return true;
@@ -63,6 +68,10 @@ bool ulpt_msr_access(CPUX86State *env, uint32_t msr, uint64_t *val,
         return false;
     }
     trace_ulpt_msr_write(cs->cpu_index, msr, *val);
+    if ((msr == MSR_ULPT_LOG_BASE || msr == MSR_ULPT_LOG_CTL) &&
+        *reg != *val) {
+        flush = true;           /* entries that count into the old table */
+    }
     *reg = *val;
     if (msr == MSR_ULPT_CTL || msr == MSR_ULPT_LOG_BASE) {
         ulpt_update_hflags(env);

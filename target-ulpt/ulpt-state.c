@@ -8,6 +8,7 @@
 #include "qemu/qemu-print.h"
 #include "cpu.h"
 #include "ulpt-qemu.h"
+#include "ulpt-log.h"
 #ifndef CONFIG_USER_ONLY
 #include "migration/vmstate.h"
 #endif
@@ -46,7 +47,8 @@ void ulpt_dump_state(CPUX86State *env, FILE *f)
     if (env->ulpt.log_base || env->ulpt.log_ctl || env->ulpt.log_index) {
         qemu_fprintf(f, "ULPT LOG_BASE=%016" PRIx64 " LOG_CTL=%016" PRIx64
                      " LOG_INDEX=%016" PRIx64 "\n", env->ulpt.log_base,
-                     env->ulpt.log_ctl, env->ulpt.log_index);
+                     env->ulpt.log_ctl,
+                     env->ulpt.log_index + ulpt_log_unfolded(env));
     }
 }
 
@@ -77,11 +79,19 @@ static bool ulpt_log_vmstate_needed(void *opaque)
     return u->log_base || u->log_ctl || u->log_index;
 }
 
+/* LOG_INDEX with the generated code's additions (the CPUs are stopped). */
+static int ulpt_log_pre_save(void *opaque)
+{
+    ulpt_log_fold(&X86_CPU(opaque)->env);
+    return 0;
+}
+
 static const VMStateDescription vmstate_ulpt_log = {
     .name = "cpu/ulpt/log",
     .version_id = 1,
     .minimum_version_id = 1,
     .needed = ulpt_log_vmstate_needed,
+    .pre_save = ulpt_log_pre_save,
     .fields = (VMStateField[]) {
         VMSTATE_UINT64(env.ulpt.log_base, X86CPU),
         VMSTATE_UINT64(env.ulpt.log_ctl, X86CPU),

@@ -669,6 +669,9 @@ void ulpt_tlb_check(CPUState *cs, vaddr addr, int size, MMUAccessType type,
         }
         if (ulpt_log_stage(env, start, whole, kind, reason, val, ra) ==
             ULPT_LOG_STAGED) {
+            if (kind == ULPT_KIND_W) {
+                ulpt_count_inline(env, mmu_idx, addr, full);
+            }
             return;
         }
         reason = ULPT_REASON_FULL;

@@ -2485,6 +2485,53 @@ static void cnt2_addition(void)
     wrmsr(MSR_ULPT_LOG_CTL, 0);
 }
 
+/* R-CNT-1/2 on a warm page: once a line's stores have been counted, QEMU counts the next ones
+   in its generated code. They count once each, in ULPT_LOG_INDEX too; the counter's page made
+   read-only (one INVLPG of it) faults at the next store; a new LOG_BASE counts there at once. */
+static void cnt_warm(void)
+{
+    uint64_t r = 0;
+
+    fresh((uint64_t)ulpt_entry);
+    hreset(ACT_PERMIT);
+    cnt_setup();
+    ulpt_kset(va(tp[1]), ULPT_LOG, ULPT_LINE_NW(0));
+    for (int i = 0; i < 50; i++)
+        r |= run_user_default(u_write8, tp[1] + 8 * (i & 7));
+    bm_ok(r == 0x80 && hcount == 0 && *cnt(tp[1], ULPT_CNT_WRITE) == 50 && cnt_sum() == 50 &&
+          rdmsr(MSR_ULPT_LOG_INDEX) == 50,
+          "R-CNT-1: 50 stores to a warm line: counter %lu, index %lu", *cnt(tp[1], ULPT_CNT_WRITE),
+          rdmsr(MSR_ULPT_LOG_INDEX));
+    uint64_t *pte = pte_of(cntbuf), old = *pte;
+    *(volatile uint64_t *)tp[1] = 0;
+    *pte &= ~2ull;
+    invlpg(cntbuf);
+    r = run_user_default(u_write8, tp[1]);
+    *pte = old;
+    invlpg(cntbuf);
+    bm_ok(r == 14 && last_trap.cr2 == (uint64_t)cnt(tp[1], ULPT_CNT_WRITE) && (last_trap.error & PF_W) &&
+          *(volatile uint64_t *)tp[1] == 0 && *cnt(tp[1], ULPT_CNT_WRITE) == 50 &&
+          rdmsr(MSR_ULPT_LOG_INDEX) == 50,
+          "R-CNT-2: after warm stores, the table made read-only: #PF of the counter's write (r %lx), the store not made",
+          r);
+    r = run_user_default(u_write8, tp[1]);
+    bm_ok(r == 0x80 && *cnt(tp[1], ULPT_CNT_WRITE) == 51 && *(volatile uint64_t *)tp[1] == 0x55,
+          "R-CNT-2: writable again, counted (%lu)", *cnt(tp[1], ULPT_CNT_WRITE));
+    /* Another table: the next stores count there, none in the old one. */
+    for (unsigned i = 0; i < PAGE; i++)
+        logbuf[i] = 0;
+    wrmsr(MSR_ULPT_LOG_BASE, va(logbuf) - (va(tp[0]) >> ULPT_LINE_SHIFT) * ULPT_CNT_SIZE);
+    r = 0;
+    for (int i = 0; i < 3; i++)
+        r |= run_user_default(u_write8, tp[1]);
+    uint64_t moved = *(volatile uint64_t *)(logbuf +
+                                            ((va(tp[1]) - va(tp[0])) >> ULPT_LINE_SHIFT) * ULPT_CNT_SIZE + 8);
+    bm_ok(r == 0x80 && moved == 3 && *cnt(tp[1], ULPT_CNT_WRITE) == 51 && rdmsr(MSR_ULPT_LOG_INDEX) == 54,
+          "R-LOG-7: a new LOG_BASE: warm stores count in the new table (%lu), not the old", moved);
+    wrmsr(MSR_ULPT_LOG_BASE, 0);
+    wrmsr(MSR_ULPT_LOG_CTL, 0);
+}
+
 static const struct test_case absent_tests[] = {
     { "R-ENUM-1", enum1_absent, 1 },
     { "R-ENUM-2", enum2_absent, 3 },
@@ -2555,6 +2602,7 @@ static const struct test_case ulpt_tests[] = {
     { "R-LOG-7", log7_index, 1 },
     { "R-CNT-1", cnt1_counted, 11 },
     { "R-CNT-2", cnt2_addition, 5 },
+    { "R-CNT-2:warm", cnt_warm, 4 },
     { "R-BND-1", bnd1_open, 15 },
     { "R-BND-2", bnd2_read, 8 },
     { "R-BND-3", bnd3_entry, 4 },
