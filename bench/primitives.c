@@ -27,6 +27,10 @@
  *             fault_roundtrip_gpr_step_ns: libulpt's ULPT_PERMIT_STEP through the
  *             general-register stub, the after-call reading the value written (watchlib -v).
  *             step_sigtraps: SIGTRAPs during both (the step needs none: 0).
+ *             store_plain_ns, store_counted_ns, store_logged_ns: an 8-byte store in a loop to
+ *             a plain page, and to a line that a ULPT_DENY_LOG page denies writes, counted in
+ *             a count table or logged (drained at the thread's log events); each store
+ *             counted or drained once, checked.
  *   mprotect  protect: mprotect() of one page (read-only and read-write alternately). Round
  *             trip: a write to the read-only page, SIGSEGV, the handler mprotects it read-write,
  *             the write retries.
@@ -519,9 +523,89 @@ static void ul_trip(long n)
 	}
 }
 
+/* A store in a loop: to a plain page, and to a line that a ULPT_DENY_LOG page's entry denies
+ * writes, counted (a count table, ulpt_count_start(3)) or logged (the access log, drained by
+ * the thread's log events every 2,048 records, ulpt_log_start(3)). */
+static volatile uint64_t *plain_pg, *log_pg;
+static long log_stores, log_seen;
+
+static void ul_store_plain(long n)
+{
+	for (long i = 0; i < n; i++)
+		plain_pg[1] = i;
+}
+
+static void ul_store_log(long n)
+{
+	for (long i = 0; i < n; i++)
+		log_pg[1] = i;
+	log_stores += n;
+}
+
+static void log_seen_fn(const struct ulpt_log_rec *recs, size_t n, void *arg)
+{
+	(void)recs; (void)arg;
+	log_seen += (long)n;
+}
+
+/* Each store counted or drained once, or the backend is unavailable. */
+static int run_log_stores(struct result *sp, struct result *sc, struct result *sl)
+{
+	char *m = mmap(NULL, 3 * pagesz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *base;
+	struct ulpt_count *c;
+	int r;
+
+	if (m == MAP_FAILED) {
+		unavailable("ulpt", "mmap: %s", strerror(errno));
+		return -1;
+	}
+	memset(m, 1, 3 * pagesz);
+	plain_pg = (volatile uint64_t *)m;
+	log_pg = (volatile uint64_t *)(m + pagesz);
+	base = ulpt_count_base(m + 2 * pagesz, (const void *)log_pg);
+	c = ulpt_count_line(base, (const void *)log_pg);
+	memset(m + 2 * pagesz, 0, pagesz);
+	if ((r = ulpt_page_deny((void *)log_pg, ULPT_DENY_LOG)) < 0 ||
+	    (r = ulpt_line_deny((void *)log_pg, ULPT_DENY_W)) < 0) {
+		unavailable("ulpt", "a logged page: %s", strerror(-r));
+		return -1;
+	}
+	*sp = measure(ul_store_plain, NONE);
+	/* A count table takes the place of a log (which then ends). */
+	log_stores = 0;
+	if ((r = ulpt_log_start(12, 1u << 11, log_seen_fn, NULL)) < 0 ||
+	    (r = ulpt_count_start(base)) < 0) {
+		unavailable("ulpt", "ulpt_count_start: %s", strerror(-r));
+		return -1;
+	}
+	*sc = measure(ul_store_log, NONE);
+	ulpt_count_stop();
+	if (c->writes != (uint64_t)log_stores) {
+		unavailable("ulpt", "%lu of %ld counted stores counted", (unsigned long)c->writes,
+			    log_stores);
+		return -1;
+	}
+	log_stores = log_seen = 0;
+	if ((r = ulpt_log_start(12, 1u << 11, log_seen_fn, NULL)) < 0) {
+		unavailable("ulpt", "ulpt_log_start: %s", strerror(-r));
+		return -1;
+	}
+	*sl = measure(ul_store_log, NONE);
+	ulpt_log_stop();
+	if (log_seen != log_stores) {
+		unavailable("ulpt", "%ld of %ld logged stores drained", log_seen, log_stores);
+		return -1;
+	}
+	ulpt_page_deny((void *)log_pg, 0);
+	ulpt_line_deny((void *)log_pg, 0);
+	munmap(m, 3 * pagesz);
+	return 0;
+}
+
 static void run_ulpt(void)
 {
-	struct result p, l, t, g, w, ws, gs;
+	struct result p, l, t, g, w, ws, gs, sp, sc, sl;
 	int r;
 
 	failure = NULL;
@@ -582,7 +666,9 @@ static void run_ulpt(void)
 	gs = measure(ul_trip, NONE);
 	ulpt_protect_lines((void *)page, ULPT_LINE_SIZE, 0);
 	signal(SIGTRAP, SIG_DFL);
-	if (check_handled("ulpt") == 0 && check_after() == 0) {
+	if (check_handled("ulpt") < 0 || check_after() < 0 || run_log_stores(&sp, &sc, &sl) < 0)
+		goto out;
+	{
 		print("ulpt", "protect_ns", p);
 		print("ulpt", "line_protect_ns", l);
 		print("ulpt", "fault_roundtrip_ns", t);
@@ -591,6 +677,9 @@ static void run_ulpt(void)
 		print("ulpt", "fault_roundtrip_raw_step_ns", ws);
 		print("ulpt", "fault_roundtrip_gpr_step_ns", gs);
 		print("ulpt", "step_sigtraps", (struct result){ sigtraps, sigtraps, sigtraps, -1 });
+		print("ulpt", "store_plain_ns", sp);
+		print("ulpt", "store_counted_ns", sc);
+		print("ulpt", "store_logged_ns", sl);
 	}
 out:
 	ulpt_fini();
