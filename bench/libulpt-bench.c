@@ -12,12 +12,6 @@
  *   trip_raw      (ULPT only) the reference: the same fault through a minimal stub that saves
  *                 the general registers, calls a C function setting PERMIT in the frame and
  *                 UIRETs (as guest/ulpt-bench.c does), set with ARCH_ULPT_SET_HANDLER directly
- *   store_plain, store_counted, store_logged, store_logged_consumer
- *                 (ULPT only) an 8-byte store in a loop: to a plain page; to a line a
- *                 ULPT_DENY_LOG page denies, with a count table (ulpt_count_start); the same with
- *                 the access log (ulpt_log_start), drained by the thread's own log events
- *                 every 2,048 records; and drained by a consumer thread (ulpt_log_consumer_start)
- *                 instead. Each round checks that every store was counted or drained once.
  * The three trips alternate within each round, so their ratios come from one process: the
  * round trip's absolute cost varies between runs and binaries by up to 3x in QEMU.
  * Prints "# bench <backend>_<what>_ps <picoseconds>" lines (best of 9 rounds) for
@@ -84,79 +78,6 @@ static void line_change(long n)
 		((volatile char *)page)[392] = (char)i;
 	}
 }
-static volatile uint64_t *plain, *logged;
-static void store_loop(volatile uint64_t *p, long n)
-{
-	for (long i = 0; i < n; i++)
-		p[1] = i;
-}
-static void store_plain(long n) { store_loop(plain, n); }
-static void store_logged(long n) { store_loop(logged, n); }
-
-static long records;
-static void count_records(const struct ulpt_log_rec *recs, size_t n, void *arg)
-{
-	(void)recs; (void)arg;
-	__atomic_add_fetch(&records, (long)n, __ATOMIC_RELAXED);
-}
-
-/* The log's four stores, each the best of 9 rounds; 0 where a round lost or doubled one. */
-static void log_stores(const char *b)
-{
-	long n = 200000;
-	void *table = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	void *base = ulpt_count_base(table, (const void *)logged);
-	struct ulpt_count *c = ulpt_count_line(base, (const void *)logged);
-	uint64_t t[4] = { ~0ull, ~0ull, ~0ull, ~0ull };
-	int ok = table != MAP_FAILED &&
-		 ulpt_page_deny((void *)logged, ULPT_DENY_LOG) == 0 &&
-		 ulpt_line_deny((void *)logged, ULPT_DENY_W) == 0;
-
-	for (int r = 0; ok && r < 9; r++) {
-		uint64_t t0, d;
-
-		t0 = now_ns();
-		store_plain(n);
-		d = now_ns() - t0;
-		t[0] = d < t[0] ? d : t[0];
-		/* A count table takes the log's place, which ends (ulpt_count_start(3)). */
-		ok = ulpt_log_start(12, 1u << 11, count_records, NULL) == 0 &&
-		     ulpt_count_start(base) == 0;
-		c->writes = 0;
-		t0 = now_ns();
-		store_logged(n);
-		d = now_ns() - t0;
-		t[1] = d < t[1] ? d : t[1];
-		ok = ok && c->writes == (uint64_t)n && ulpt_count_stop() == 0 &&
-		     ulpt_log_start(12, 1u << 11, count_records, NULL) == 0;
-		for (int consumer = 0; ok && consumer < 2; consumer++) {
-			records = 0;
-			if (consumer && ulpt_log_consumer_start() < 0)
-				ok = 0;
-			t0 = now_ns();
-			store_logged(n);
-			if (consumer)
-				ulpt_log_consumer_stop();       /* every record drained */
-			else
-				ulpt_log_drain();
-			d = now_ns() - t0;
-			t[2 + consumer] = d < t[2 + consumer] ? d : t[2 + consumer];
-			ok = ok && records == n;
-		}
-		ok = ok && ulpt_log_stop() == 0;
-	}
-	if (!ok)
-		fprintf(stderr, "libulpt-bench: a logged or counted store was lost or doubled\n");
-	printf("# bench %s_store_plain_ps %llu\n", b, ok ? (unsigned long long)(t[0] * 1000 / n) : 0);
-	printf("# bench %s_store_counted_ps %llu\n", b, ok ? (unsigned long long)(t[1] * 1000 / n) : 0);
-	printf("# bench %s_store_logged_ps %llu\n", b, ok ? (unsigned long long)(t[2] * 1000 / n) : 0);
-	printf("# bench %s_store_logged_consumer_ps %llu\n", b,
-	       ok ? (unsigned long long)(t[3] * 1000 / n) : 0);
-	ulpt_page_deny((void *)logged, 0);
-	ulpt_line_deny((void *)logged, 0);
-	munmap(table, 4096);
-}
-
 static volatile uint64_t *watched;
 static void trip(long n)
 {
@@ -180,14 +101,11 @@ int main(void)
 	 */
 	char *map = mmap(NULL, 16 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	watched = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	plain = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (map == MAP_FAILED || watched == MAP_FAILED || plain == MAP_FAILED) {
+	if (map == MAP_FAILED || watched == MAP_FAILED) {
 		perror("mmap");
 		return 1;
 	}
 	memset(map, 1, 16 * 4096);
-	logged = plain + 4096 / sizeof(*plain);
-	memset((void *)plain, 1, 2 * 4096);
 	page = map + 8 * 4096;
 	watched[0] = 1;
 	int ulpt = ulpt_backend() == ULPT_BACKEND_ULPT;
@@ -196,8 +114,6 @@ int main(void)
 	printf("# bench %s_page_change_ps %llu\n", b, (unsigned long long)best_of(page_change, nc));
 	if (ulpt)
 		printf("# bench %s_line_change_ps %llu\n", b, (unsigned long long)best_of(line_change, nc));
-	if (ulpt)
-		log_stores(b);
 	if (ulpt)
 		ulpt_protect_lines((void *)watched, ULPT_LINE_SIZE, ULPT_DENY_W);
 	else

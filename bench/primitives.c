@@ -27,10 +27,11 @@
  *             fault_roundtrip_gpr_step_ns: libulpt's ULPT_PERMIT_STEP through the
  *             general-register stub, the after-call reading the value written (watchlib -v).
  *             step_sigtraps: SIGTRAPs during both (the step needs none: 0).
- *             store_plain_ns, store_counted_ns, store_logged_ns: an 8-byte store in a loop to
- *             a plain page, and to a line that a ULPT_DENY_LOG page denies writes, counted in
- *             a count table or logged (drained at the thread's log events); each store
- *             counted or drained once, checked.
+ *             store_plain_ns, store_counted_ns, store_logged_ns, store_logged_consumer_ns:
+ *             an 8-byte store in a loop to a plain page, and to a line that a ULPT_DENY_LOG
+ *             page denies writes, counted in a count table, or logged and drained at the
+ *             thread's log events, or by a consumer thread (ulpt_log_consumer_start); each
+ *             store counted or drained once, checked.
  *   mprotect  protect: mprotect() of one page (read-only and read-write alternately). Round
  *             trip: a write to the read-only page, SIGSEGV, the handler mprotects it read-write,
  *             the write retries.
@@ -530,7 +531,7 @@ static void ul_trip(long n)
 
 /* A store in a loop: to a plain page, and to a line that a ULPT_DENY_LOG page's entry denies
  * writes, counted (a count table, ulpt_count_start(3)) or logged (the access log, drained by
- * the thread's log events every 2,048 records, ulpt_log_start(3)). */
+ * the thread's log events every 2,048 records, ulpt_log_start(3), or by a consumer thread). */
 static volatile uint64_t *plain_pg, *log_pg;
 static long log_stores, log_seen;
 
@@ -554,7 +555,8 @@ static void log_seen_fn(const struct ulpt_log_rec *recs, size_t n, void *arg)
 }
 
 /* Each store counted or drained once, or the backend is unavailable. */
-static int run_log_stores(struct result *sp, struct result *sc, struct result *sl)
+static int run_log_stores(struct result *sp, struct result *sc, struct result *sl,
+			  struct result *sk)
 {
 	char *m = mmap(NULL, 3 * pagesz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	void *base;
@@ -591,16 +593,19 @@ static int run_log_stores(struct result *sp, struct result *sc, struct result *s
 			    log_stores);
 		return -1;
 	}
-	log_stores = log_seen = 0;
-	if ((r = ulpt_log_start(12, 1u << 11, log_seen_fn, NULL)) < 0) {
-		unavailable("ulpt", "ulpt_log_start: %s", strerror(-r));
-		return -1;
-	}
-	*sl = measure(ul_store_log, NONE);
-	ulpt_log_stop();
-	if (log_seen != log_stores) {
-		unavailable("ulpt", "%ld of %ld logged stores drained", log_seen, log_stores);
-		return -1;
+	for (int consumer = 0; consumer < 2; consumer++) {
+		log_stores = log_seen = 0;
+		if ((r = ulpt_log_start(12, 1u << 11, log_seen_fn, NULL)) < 0 ||
+		    (consumer && (r = ulpt_log_consumer_start()) < 0)) {
+			unavailable("ulpt", "ulpt_log_start: %s", strerror(-r));
+			return -1;
+		}
+		*(consumer ? sk : sl) = measure(ul_store_log, NONE);
+		ulpt_log_stop();        /* stops the consumer, which drains the rest first */
+		if (log_seen != log_stores) {
+			unavailable("ulpt", "%ld of %ld logged stores drained", log_seen, log_stores);
+			return -1;
+		}
 	}
 	ulpt_page_deny((void *)log_pg, 0);
 	ulpt_line_deny((void *)log_pg, 0);
@@ -610,7 +615,7 @@ static int run_log_stores(struct result *sp, struct result *sc, struct result *s
 
 static void run_ulpt(void)
 {
-	struct result p, l, t, g, w, ws, gs, sp, sc, sl;
+	struct result p, l, t, g, w, ws, gs, sp, sc, sl, sk;
 	int r;
 
 	failure = NULL;
@@ -671,7 +676,7 @@ static void run_ulpt(void)
 	gs = measure(ul_trip, NONE);
 	ulpt_protect_lines((void *)page, ULPT_LINE_SIZE, 0);
 	signal(SIGTRAP, SIG_DFL);
-	if (check_handled("ulpt") < 0 || check_after() < 0 || run_log_stores(&sp, &sc, &sl) < 0)
+	if (check_handled("ulpt") < 0 || check_after() < 0 || run_log_stores(&sp, &sc, &sl, &sk) < 0)
 		goto out;
 	{
 		print("ulpt", "protect_ns", p);
@@ -685,6 +690,7 @@ static void run_ulpt(void)
 		print("ulpt", "store_plain_ns", sp);
 		print("ulpt", "store_counted_ns", sc);
 		print("ulpt", "store_logged_ns", sl);
+		print("ulpt", "store_logged_consumer_ns", sk);
 	}
 out:
 	ulpt_fini();
