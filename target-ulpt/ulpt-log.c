@@ -112,6 +112,13 @@ UlptLogStage ulpt_log_stage(CPUX86State *env, uint64_t start, unsigned size,
     uint8_t *host;
 
     /*
+     * The generated code's next slot may be this record's (ring_inline),
+     * and the records it appended come before it.
+     */
+    ulpt_ring_drop(env);
+    ulpt_log_fold(env);
+
+    /*
      * One record per access: parts of a wide or split access add none, also
      * an aligned part QEMU makes of it that starts before it.
      */
@@ -294,6 +301,86 @@ static bool read_back(CPUX86State *env, uint64_t va, unsigned size,
  * ulpt_msr_access flushes when the log moves. Only the main TLB entry of the
  * page gets it; the next such store through the helper asks again.
  */
+#ifdef TARGET_TLB_COUNT
+/*
+ * Zeroed records: the threshold record of a log without THRESH, for the
+ * generated code to find free (advanced with the slot, a page at most).
+ */
+static const uint64_t no_thresh[TARGET_PAGE_SIZE / 8];
+
+/* Records from the one at linear address va to its page's or the ring's end. */
+static uint64_t slots_left(const UlptState *u, uint64_t va, uint64_t index)
+{
+    uint64_t n = 1ull << (u->log_ctl & ULPT_LOG_CTL_SIZE_MASK);
+
+    return MIN((TARGET_PAGE_SIZE - (va & ~TARGET_PAGE_MASK)) / ULPT_REC_SIZE,
+               n - (index & (n - 1)));
+}
+
+/* A slot the generated code may write and read: plain RAM, not the table. */
+static uint8_t *ring_host(CPUX86State *env, int mmu_idx, uint64_t va)
+{
+    if (ulpt_in_view(env->ulpt.view, va) ||
+        ulpt_in_view(env->ulpt.view, va + ULPT_REC_SIZE - 1)) {
+        return NULL;
+    }
+    return ulpt_tlb_host(env, va, mmu_idx, slot_entry);
+}
+
+/*
+ * The ring's part of ulpt_count_inline: the generated code appends the
+ * records of the next final stores to the page's logged lines itself, from
+ * the record after those staged, while they fall in the page of their slot
+ * and of their threshold slot (R-LOG-5's, ULPT_LOG_INDEX - THRESH once
+ * appended), and the ring does not wrap; it tests both slots' V as the
+ * helper does (R-LOG-4, R-LOG-5) and leaves the store to the helper if
+ * either is set, so that the helper reports FULL or delivers the log event.
+ * A THRESH of 1 (modulo the ring) is the record's own slot: always the
+ * helper.
+ */
+static void ring_inline(CPUX86State *env, int mmu_idx, uint64_t addr,
+                        const CPUTLBEntryFull *full)
+{
+    UlptState *u = &env->ulpt;
+    UlptEntry e = { .page = full->ulpt_page, .lines = full->ulpt_lines };
+    uint64_t n = 1ull << (u->log_ctl & ULPT_LOG_CTL_SIZE_MASK);
+    uint64_t thresh = u->log_ctl >> ULPT_LOG_CTL_THRESH_SHIFT;
+    uint64_t k = u->log_index + ulpt_log_unfolded(env) + u->log_staged;
+    uint64_t va = slot_va(u, k), tva = -1, m, info[4];
+    unsigned reason = ulpt_page_denied(&e) & ULPT_KIND_W ? ULPT_REASON_PAGE
+                                                         : ULPT_REASON_LINE;
+    uint8_t *host, *thost = (uint8_t *)no_thresh;
+
+    if (thresh && !((thresh - 1) & (n - 1))) {
+        return;
+    }
+    host = ring_host(env, mmu_idx, va);
+    m = slots_left(u, va, k);
+    if (thresh) {
+        tva = slot_va(u, k + 1 - thresh);
+        thost = ring_host(env, mmu_idx, tva);
+        m = MIN(m, slots_left(u, tva, k + 1 - thresh));
+    }
+    if (!host || !thost || !m) {
+        return;
+    }
+    for (int i = 0; i < 4; i++) {
+        info[i] = ULPT_KIND_W | (uint64_t)(1u << i) << 16 | ULPT_REC_VAL |
+                  ULPT_REC_V;
+    }
+    tlb_set_ring(env, mmu_idx, addr, ~full->check_pass[1], reason,
+                 (uintptr_t)host, (uintptr_t)host + m * ULPT_REC_SIZE,
+                 (uintptr_t)thost, info, va, tva);
+}
+#endif
+
+void ulpt_ring_drop(CPUX86State *env)
+{
+#ifdef TARGET_TLB_COUNT
+    qatomic_set(&env_tlb(env)->c.ring_end, 0);
+#endif
+}
+
 void ulpt_count_inline(CPUX86State *env, int mmu_idx, uint64_t addr,
                        const CPUTLBEntryFull *full)
 {
@@ -304,10 +391,15 @@ void ulpt_count_inline(CPUX86State *env, int mmu_idx, uint64_t addr,
     uint64_t len = (TARGET_PAGE_SIZE >> ULPT_LINE_SHIFT) * ULPT_CNT_SIZE;
     uint8_t *host;
 
-    if (!(u->log_ctl & ULPT_LOG_CTL_COUNT) ||
-        full->ulpt_kind != ULPT_TLB_LINES ||
-        (full->ulpt_page & ULPT_BOUNDS_MASK) ||
-        (cva & ~TARGET_PAGE_MASK) > TARGET_PAGE_SIZE - len ||
+    if (full->ulpt_kind != ULPT_TLB_LINES ||
+        (full->ulpt_page & ULPT_BOUNDS_MASK)) {
+        return;
+    }
+    if (!(u->log_ctl & ULPT_LOG_CTL_COUNT)) {
+        ring_inline(env, mmu_idx, addr, full);
+        return;
+    }
+    if ((cva & ~TARGET_PAGE_MASK) > TARGET_PAGE_SIZE - len ||
         !ulpt_canonical(cva, ulpt_va_bits(env)) ||
         ulpt_in_view(u->view, cva)) {
         return;
@@ -351,6 +443,7 @@ bool ulpt_log_publish(CPUX86State *env)
     if (!n) {
         return false;
     }
+    ulpt_log_fold(env);         /* the generated code's records, before */
     /* The values of writes made in parts, now that they are made (R-LOG-3). */
     for (unsigned i = 0; i < n; i++) {
         if (u->log_stage[i].size &&
@@ -384,6 +477,7 @@ bool ulpt_log_publish(CPUX86State *env)
 void ulpt_log_abandon(CPUX86State *env)
 {
     forget(&env->ulpt);
+    ulpt_ring_drop(env);        /* it counted the records forgotten */
 }
 
 void ulpt_log_event(CPUX86State *env, int intno, int is_int, int is_hw)

@@ -47,9 +47,10 @@ void ulpt_log_cover(CPUX86State *env, uint64_t start, unsigned size,
  */
 bool ulpt_log_publish(CPUX86State *env);
 /*
- * A store to the line of a page counted through the helper (6.3): let the
- * generated code make the page's next final stores to its counted lines,
- * and count them, itself (tlb_set_count).
+ * A store to the line of a page counted (6.3) or logged (6.2) through the
+ * helper: let the generated code make the page's next final stores to those
+ * lines, and count them or append their records, itself (tlb_set_count,
+ * tlb_set_ring).
  */
 void ulpt_count_inline(CPUX86State *env, int mmu_idx, uint64_t addr,
                        const CPUTLBEntryFull *full);
@@ -58,6 +59,8 @@ void ulpt_count_inline(CPUX86State *env, int mmu_idx, uint64_t addr,
  * counts (R-CNT-1): before LOG_INDEX is read or written.
  */
 void ulpt_log_fold(CPUX86State *env);
+/* The generated code appends no more records until ulpt_count_inline. */
+void ulpt_ring_drop(CPUX86State *env);
 
 /* Those additions, not yet folded (for readers on other threads). */
 static inline uint64_t ulpt_log_unfolded(CPUX86State *env)

@@ -68,6 +68,7 @@ bool ulpt_msr_access(CPUX86State *env, uint32_t msr, uint64_t *val,
         return false;
     }
     trace_ulpt_msr_write(cs->cpu_index, msr, *val);
+    ulpt_ring_drop(env);        /* where the next record goes, the view */
     if ((msr == MSR_ULPT_LOG_BASE || msr == MSR_ULPT_LOG_CTL) &&
         *reg != *val) {
         flush = true;           /* entries that count into the old table */

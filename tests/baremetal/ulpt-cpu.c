@@ -2532,6 +2532,81 @@ static void cnt_warm(void)
     wrmsr(MSR_ULPT_LOG_CTL, 0);
 }
 
+/* The same for records (R-LOG-2 to R-LOG-5): stores to a warm line of a logged page, where QEMU
+   appends the records in its generated code, still fill the slots in order with every field,
+   report FULL at a slot in use (one that software set V in too), deliver the log event at
+   THRESH, and take the #PF of a slot's write. */
+static void log_warm(void)
+{
+    uint64_t r = 0;
+    int ok = 1;
+
+    fresh((uint64_t)ulpt_entry);
+    hreset(ACT_DRAIN);
+    log_setup(6, 0);                               /* 64 slots */
+    ulpt_kset(va(tp[1]), ULPT_LOG, ULPT_LINE_NW(0));
+    for (int i = 0; i < 50; i++)
+        r |= run_user_default(u_write8, tp[1] + 8 * (i & 7));
+    for (int i = 0; i < 50; i++)
+        ok &= rec_is(i, va(tp[1]) + 8 * (i & 7), ULPT_KIND_W, ULPT_REASON_LINE, 8, (uint64_t)u_write8_insn) &&
+              (rec(i)[ULPT_REC_INFO] & ULPT_REC_VAL) && rec(i)[ULPT_REC_VALUE] == 0x55;
+    bm_ok(r == 0x80 && hcount == 0 && ok && log_count() == 50 && !(rec(50)[ULPT_REC_INFO] & ULPT_REC_V),
+          "R-LOG-3: 50 stores to a warm line: 50 records in slots 0-49, every field (index %u; " REC_FMT ")",
+          log_count(), REC_ARGS(49));
+
+    /* R-LOG-4: four slots; the fifth store finds slot 0 in use, the sixth slot 1, set by software. */
+    hreset(ACT_DRAIN);
+    log_setup(2, 0);
+    r = 0;
+    for (int i = 0; i < 5; i++)
+        r |= run_user_default(u_write8, tp[1] + 8 * i);
+    int full1 = hcount == 1 && ULPT_INFO_REASON(hlog[0].w[ULPT_FRAME_INFO]) == ULPT_REASON_FULL &&
+                rec_is(0, va(tp[1]) + 32, ULPT_KIND_W, ULPT_REASON_LINE, 8, (uint64_t)u_write8_insn);
+    rec(1)[ULPT_REC_INFO] = ULPT_REC_V;
+    r |= run_user_default(u_write8, tp[1] + 40);
+    bm_ok(r == 0x80 && full1 && hcount == 2 && ULPT_INFO_REASON(hlog[1].w[ULPT_FRAME_INFO]) == ULPT_REASON_FULL &&
+          rec_is(1, va(tp[1]) + 40, ULPT_KIND_W, ULPT_REASON_LINE, 8, (uint64_t)u_write8_insn) &&
+          rdmsr(MSR_ULPT_LOG_INDEX) == 6,
+          "R-LOG-4: warm stores: FULL at a slot in use, also one software set V in (%u deliveries, index %lu)",
+          hcount, rdmsr(MSR_ULPT_LOG_INDEX));
+
+    /* R-LOG-5: THRESH 4 of 16: a log event after the 4th and the 8th record. */
+    hreset(ACT_DRAIN);
+    log_setup(4, 4);
+    r = 0;
+    for (int i = 0; i < 10; i++)
+        r |= run_user_default(u_write8, tp[1] + 8 * (i & 7));
+    bm_ok(r == 0x80 && hcount == 2 && ULPT_INFO_REASON(hlog[0].w[ULPT_FRAME_INFO]) == ULPT_REASON_LOG &&
+          hlog[0].w[ULPT_FRAME_ENTRY0] == 4 && ULPT_INFO_REASON(hlog[1].w[ULPT_FRAME_INFO]) == ULPT_REASON_LOG &&
+          hlog[1].w[ULPT_FRAME_ENTRY0] == 8 && log_drained == 8 && log_count() == 2 &&
+          rdmsr(MSR_ULPT_LOG_INDEX) == 10,
+          "R-LOG-5: warm stores, THRESH 4: log events at index 4 and 8 (%u events; %lu, %lu)", hcount,
+          hlog[0].w[ULPT_FRAME_ENTRY0], hlog[1].w[ULPT_FRAME_ENTRY0]);
+
+    /* R-LOG-3: the log's page made read-only after warm stores: the #PF of the slot's write. */
+    hreset(ACT_DRAIN);
+    log_setup(6, 0);
+    r = 0;
+    for (int i = 0; i < 3; i++)
+        r |= run_user_default(u_write8, tp[1]);
+    *(volatile uint64_t *)tp[1] = 0;
+    uint64_t *pte = pte_of(logbuf), old = *pte;
+    *pte &= ~2ull;
+    invlpg(logbuf);
+    uint64_t rf = run_user_default(u_write8, tp[1]);
+    *pte = old;
+    invlpg(logbuf);
+    int faulted = rf == 14 && last_trap.cr2 == (uint64_t)rec(3) && (last_trap.error & PF_W) &&
+                  *(volatile uint64_t *)tp[1] == 0 && log_count() == 3;
+    r |= run_user_default(u_write8, tp[1]);
+    bm_ok(r == 0x80 && faulted && log_count() == 4 && *(volatile uint64_t *)tp[1] == 0x55 &&
+          rec_is(3, va(tp[1]), ULPT_KIND_W, ULPT_REASON_LINE, 8, (uint64_t)u_write8_insn),
+          "R-LOG-3: warm stores, the log made read-only: #PF of the slot's write (r %lx), the store not made; "
+          "writable again, logged", rf);
+    wrmsr(MSR_ULPT_LOG_BASE, 0);
+    wrmsr(MSR_ULPT_LOG_CTL, 0);
+}
+
 static const struct test_case absent_tests[] = {
     { "R-ENUM-1", enum1_absent, 1 },
     { "R-ENUM-2", enum2_absent, 3 },
@@ -2603,6 +2678,7 @@ static const struct test_case ulpt_tests[] = {
     { "R-CNT-1", cnt1_counted, 11 },
     { "R-CNT-2", cnt2_addition, 5 },
     { "R-CNT-2:warm", cnt_warm, 4 },
+    { "R-LOG-2:warm", log_warm, 4 },
     { "R-BND-1", bnd1_open, 15 },
     { "R-BND-2", bnd2_read, 8 },
     { "R-BND-3", bnd3_entry, 4 },
