@@ -36,6 +36,7 @@
 #   dlopens    --check on dlopen of libraries (the loader's unreplaceable string routines)
 #   clean      --check on a correct program doing tricky things: no error, status 0, output kept
 #   sigmalloc  --check on a program that allocates in a signal handler: no deadlock, no error
+#   sigmask    --check on a program that changes its signal mask: as without the agent
 #   badargs    --check: bad arguments to the malloc family: NULL with ENOMEM and a warning
 #              for a size that overflows or cannot be served, EINVAL for a bad alignment, an
 #              error for malloc_usable_size or realloc of a pointer malloc never returned
@@ -242,6 +243,7 @@ if [ "\$2" = guest ]; then
 fi
 r clean-a1 --check --align=1 -- '$progs/clean'
 r sigmalloc --check -- '$progs/sigmalloc'
+r sigmask --check -- '$progs/sigmask'
 r ownsegv -w counter -- '$progs/ownsegv'
 r ownsegv-v -v -w counter -- '$progs/ownsegv'
 r verbose -v -w code -- '$progs/exit3'

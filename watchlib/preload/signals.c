@@ -20,6 +20,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "agent.h"
+#include "stack.h"
 
 extern int __sigaction(int, const struct sigaction *, struct sigaction *);
 struct sigaction *ulpt_chained_action_(int sig);        /* libulpt, linked in */
@@ -132,4 +133,19 @@ sighandler_t signal(int sig, sighandler_t fn)
 sighandler_t bsd_signal(int sig, sighandler_t fn)
 {
 	return wrapped_signal(sig, fn, (uintptr_t)__builtin_return_address(0));
+}
+
+/* glibc's sigprocmask is pthread_sigmask with errno; inside the agent's making of a stack rule,
+ * libunwind's own calls are answered there (stack_quiet_sigmask). */
+int sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+	int r;
+
+	if (stack_quiet_sigmask(how, set, old))
+		return 0;
+	if ((r = pthread_sigmask(how, set, old))) {
+		errno = r;
+		return -1;
+	}
+	return 0;
 }

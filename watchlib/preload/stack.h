@@ -9,6 +9,7 @@
 #define WL_STACK_H
 
 #include <stddef.h>
+#include <signal.h>
 #include <stdint.h>
 #include "agent.h"
 
@@ -43,6 +44,10 @@ void stack_fork_gate(void) WL_HIDDEN;
 void stack_fork_lock(void) WL_HIDDEN;
 void stack_fork_unlock(void) WL_HIDDEN;
 void stack_fork_ungate(int child) WL_HIDDEN;
+/* While this thread makes a stack rule with every signal blocked: a sigprocmask that leaves
+ * them all blocked (libunwind's, around its lookups and locks) is answered without a system
+ * call, old as the mask in force; 1 if it was (signals.c's sigprocmask). */
+int stack_quiet_sigmask(int how, const sigset_t *set, sigset_t *old) WL_HIDDEN;
 
 /* symbolize.c. "function file:line" of pc (a return address if not the first frame), and
  * the path of its module in modpath (when asked: "" if not known). */
