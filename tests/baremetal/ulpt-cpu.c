@@ -2603,6 +2603,24 @@ static void log_warm(void)
           rec_is(3, va(tp[1]), ULPT_KIND_W, ULPT_REASON_LINE, 8, (uint64_t)u_write8_insn),
           "R-LOG-3: warm stores, the log made read-only: #PF of the slot's write (r %lx), the store not made; "
           "writable again, logged", rf);
+
+    /* R-LOG-2: a read-modify-write on a line that denies both, warm: its read's record, then its
+       write's (the store then follows a logged access of its instruction: the C call). */
+    hreset(ACT_DRAIN);
+    log_setup(6, 0);
+    ulpt_kset(va(tp[1]), ULPT_LOG, ULPT_LINE_NR(0) | ULPT_LINE_NW(0));
+    *(volatile uint64_t *)tp[1] = 0;
+    r = 0;
+    for (int i = 0; i < 3; i++)
+        r |= run_user_default(u_add_next, tp[1]);
+    ok = 1;
+    for (int i = 0; i < 3; i++)
+        ok &= rec_is(2 * i, va(tp[1]), ULPT_KIND_R, ULPT_REASON_LINE, 8, (uint64_t)u_add_next_insn) &&
+              rec_is(2 * i + 1, va(tp[1]), ULPT_KIND_W, ULPT_REASON_LINE, 8, (uint64_t)u_add_next_insn) &&
+              rec(2 * i + 1)[ULPT_REC_VALUE] == (uint64_t)i + 1;
+    bm_ok(r == 0x80 && hcount == 0 && ok && log_count() == 6 && *(volatile uint64_t *)tp[1] == 3,
+          "R-LOG-2: three warm ADDs on a line denying both: read then write records, in order, values 1-3 "
+          "(" REC_FMT "; " REC_FMT ")", REC_ARGS(4), REC_ARGS(5));
     wrmsr(MSR_ULPT_LOG_BASE, 0);
     wrmsr(MSR_ULPT_LOG_CTL, 0);
 }
@@ -2678,7 +2696,7 @@ static const struct test_case ulpt_tests[] = {
     { "R-CNT-1", cnt1_counted, 11 },
     { "R-CNT-2", cnt2_addition, 5 },
     { "R-CNT-2:warm", cnt_warm, 4 },
-    { "R-LOG-2:warm", log_warm, 4 },
+    { "R-LOG-2:warm", log_warm, 5 },
     { "R-BND-1", bnd1_open, 15 },
     { "R-BND-2", bnd2_read, 8 },
     { "R-BND-3", bnd3_entry, 4 },
