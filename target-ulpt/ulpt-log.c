@@ -287,26 +287,19 @@ static bool read_back(CPUX86State *env, uint64_t va, unsigned size,
     return true;
 }
 
-/*
- * The generated code counts a store itself (tcg/i386 tcg_out_count_store)
- * when it is its instruction's only store and last access (the translator's
- * TCGOP_ST_FINAL, never under a PERMIT), to a line that needs the check
- * only to be counted: the page's entry has LOG and no BOUNDS, the thread
- * counts, and the page's 32 counter pairs lie in one page of plain RAM that
- * the TLB maps writable. That is the helper's path for such a store, made
- * inline: the addition at the store is the addition at completion, as
- * nothing after it can abandon the instruction. The TLB drops the entry's
- * counting at any refill or update of it, at a flush of the counters' page,
- * and when their RAM must be tracked (translated code, dirty logging);
- * ulpt_msr_access flushes when the log moves. Only the main TLB entry of the
- * page gets it; the next such store through the helper asks again.
- */
 #ifdef TARGET_TLB_COUNT
 /*
  * Zeroed records: the threshold record of a log without THRESH, for the
  * generated code to find free (advanced with the slot, a page at most).
  */
 static const uint64_t no_thresh[TARGET_PAGE_SIZE / 8];
+
+/* A final store's record's info word, by MO_SIZE (its reason is the entry's). */
+#define RING_INFO(size) \
+    (ULPT_KIND_W | (uint64_t)(size) << 16 | ULPT_REC_VAL | ULPT_REC_V)
+static const uint64_t ring_info[4] = {
+    RING_INFO(1), RING_INFO(2), RING_INFO(4), RING_INFO(8)
+};
 
 /* Records from the one at linear address va to its page's or the ring's end. */
 static uint64_t slots_left(const UlptState *u, uint64_t va, uint64_t index)
@@ -346,7 +339,7 @@ static void ring_inline(CPUX86State *env, int mmu_idx, uint64_t addr,
     uint64_t n = 1ull << (u->log_ctl & ULPT_LOG_CTL_SIZE_MASK);
     uint64_t thresh = u->log_ctl >> ULPT_LOG_CTL_THRESH_SHIFT;
     uint64_t k = u->log_index + ulpt_log_unfolded(env) + u->log_staged;
-    uint64_t va = slot_va(u, k), tva = -1, m, info[4];
+    uint64_t va = slot_va(u, k), tva = -1, m;
     unsigned reason = ulpt_page_denied(&e) & ULPT_KIND_W ? ULPT_REASON_PAGE
                                                          : ULPT_REASON_LINE;
     uint8_t *host, *thost = (uint8_t *)no_thresh;
@@ -364,13 +357,9 @@ static void ring_inline(CPUX86State *env, int mmu_idx, uint64_t addr,
     if (!host || !thost || !m) {
         return;
     }
-    for (int i = 0; i < 4; i++) {
-        info[i] = ULPT_KIND_W | (uint64_t)(1u << i) << 16 | ULPT_REC_VAL |
-                  ULPT_REC_V;
-    }
     tlb_set_ring(env, mmu_idx, addr, ~full->check_pass[1], reason,
                  (uintptr_t)host, (uintptr_t)host + m * ULPT_REC_SIZE,
-                 (uintptr_t)thost, info, va, tva);
+                 (uintptr_t)thost, ring_info, va, tva);
 }
 #endif
 
@@ -381,6 +370,20 @@ void ulpt_ring_drop(CPUX86State *env)
 #endif
 }
 
+/*
+ * The generated code counts a store itself (tcg/i386 tcg_out_count_store)
+ * when it is its instruction's only store and last access (the translator's
+ * TCGOP_ST_FINAL, never under a PERMIT), to a line that needs the check
+ * only to be counted: the page's entry has LOG and no BOUNDS, the thread
+ * counts, and the page's 32 counter pairs lie in one page of plain RAM that
+ * the TLB maps writable. That is the helper's path for such a store, made
+ * inline: the addition at the store is the addition at completion, as
+ * nothing after it can abandon the instruction. The TLB drops the entry's
+ * counting at any refill or update of it, at a flush of the counters' page,
+ * and when their RAM must be tracked (translated code, dirty logging);
+ * ulpt_msr_access flushes when the log moves. Only the main TLB entry of the
+ * page gets it; the next such store through the helper asks again.
+ */
 void ulpt_count_inline(CPUX86State *env, int mmu_idx, uint64_t addr,
                        const CPUTLBEntryFull *full)
 {

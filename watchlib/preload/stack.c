@@ -512,23 +512,6 @@ static void rule_make(const struct walk *w, uintptr_t pc, uintptr_t sp, uintptr_
 static __thread int quiet __attribute__((tls_model("initial-exec")));
 static __thread sigset_t quiet_mask, quiet_saved __attribute__((tls_model("initial-exec")));
 
-static void quiet_begin(void)
-{
-	sigset_t all;
-
-	if (quiet++)
-		return;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &quiet_saved);
-	pthread_sigmask(SIG_BLOCK, NULL, &quiet_mask);  /* what glibc let through: none */
-}
-
-static void quiet_end(void)
-{
-	if (!--quiet)
-		pthread_sigmask(SIG_SETMASK, &quiet_saved, NULL);
-}
-
 /* A mask as the kernel keeps it: the first 64 signals, without those never blocked (SIGKILL,
  * SIGSTOP, and glibc's own two, 32 and 33). Cheap: libunwind calls sigprocmask thousands of
  * times a run (16,000 in perl's under --check). */
@@ -538,6 +521,27 @@ static uint64_t kmask(const sigset_t *set)
 
 	memcpy(&w, set, sizeof(w));
 	return w & ~(1ull << (SIGKILL - 1) | 1ull << (SIGSTOP - 1) | 1ull << 31 | 1ull << 32);
+}
+
+static void quiet_begin(void)
+{
+	sigset_t all;
+	uint64_t w;
+
+	if (quiet++)
+		return;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &quiet_saved);
+	/* The mask now in force, as the kernel would report it. */
+	w = kmask(&all);
+	memset(&quiet_mask, 0, sizeof(quiet_mask));
+	memcpy(&quiet_mask, &w, sizeof(w));
+}
+
+static void quiet_end(void)
+{
+	if (!--quiet)
+		pthread_sigmask(SIG_SETMASK, &quiet_saved, NULL);
 }
 
 int stack_quiet_sigmask(int how, const sigset_t *set, sigset_t *old)
