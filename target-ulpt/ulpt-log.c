@@ -294,7 +294,7 @@ static bool read_back(CPUX86State *env, uint64_t va, unsigned size,
  */
 static const uint64_t no_thresh[TARGET_PAGE_SIZE / 8];
 
-/* A final store's record's info word, by MO_SIZE (its reason is the entry's). */
+/* A final store's info word, by MO_SIZE (its reason is the entry's). */
 #define RING_INFO(size) \
     (ULPT_KIND_W | (uint64_t)(size) << 16 | ULPT_REC_VAL | ULPT_REC_V)
 static const uint64_t ring_info[4] = {
