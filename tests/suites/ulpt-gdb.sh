@@ -5,6 +5,7 @@
 # and thread ids masked, must equal NAME.exp beside it, the same file for both backends
 # (memcheck's tests keep their expected output so):
 #   global prerun rwatch heap local cond enable many commands threads step badinput segv mixed
+#   inserted
 #   attach attach-noagent
 # (mixed, with one of GDB's own hardware watchpoints, is skipped on a host whose hardware
 # watchpoints never stop: some virtual machines ignore the debug registers; hwexact too)
@@ -28,7 +29,8 @@ for f in "$gdbx" "$prog"; do
 done
 command -v gdb > /dev/null || { echo "1..1"; echo "not ok 1 - gdb not installed"; exit 1; }
 
-CASES="global prerun rwatch heap local cond enable many commands threads step badinput segv mixed"
+CASES="global prerun rwatch heap local cond enable many commands threads step badinput segv mixed
+  inserted"
 # The program's part for each case.
 part() {
   case $1 in many) echo array ;; threads) echo threads ;; segv) echo segv ;; *) echo steps ;; esac

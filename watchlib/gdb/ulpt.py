@@ -230,8 +230,17 @@ def new_number():
 
 
 def make_proxy():
-    p = gdb.Breakpoint("*0", internal=False)
-    p.enabled = False
+    # Made at address 0 and disabled at once; under `set breakpoint always-inserted on` GDB
+    # would insert it as it is made (and fail to), so that mode is off meanwhile.
+    inserted = gdb.parameter("breakpoint always-inserted")
+    if inserted:
+        gdb.execute("set breakpoint always-inserted off", to_string=True)
+    try:
+        p = gdb.Breakpoint("*0", internal=False)
+        p.enabled = False
+    finally:
+        if inserted:
+            gdb.execute("set breakpoint always-inserted on", to_string=True)
     S.proxy = p
 
 
