@@ -118,7 +118,12 @@ $(B)/examples/%: examples/demo/%.c
 $(B)/bench/%: bench/%.c bench/raw-stub.h libulpt/include/ulpt.h $(LB)/libulpt.so
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -Wall -Wextra -Werror -Ilibulpt/include -Iinclude -o $@ $< -L$(LB) -lulpt -lpthread '-Wl,-rpath,$$ORIGIN/../libulpt'
-LIBULPT := $(patsubst bench/%.c,$(B)/bench/%,$(filter-out bench/lsan-init.c bench/fixed-clock.c,$(wildcard bench/*.c))) $(B)/bench/lsan-init.so $(B)/bench/fixed-clock.so $(LB)/libulpt.a $(LB)/libulpt.so $(patsubst libulpt/test/%.c,$(LB)/test/%,$(wildcard libulpt/test/*.c)) \
+# primitives' lean log drain, built general-register-only as ulpt_log_set_raw(3) asks.
+$(B)/bench/primitives: bench/primitives.c bench/log-drain.c bench/raw-stub.h libulpt/include/ulpt.h $(LB)/libulpt.so
+	@mkdir -p $(@D)
+	$(CC) -O2 -g -Wall -Wextra -Werror -mgeneral-regs-only -Ilibulpt/include -Iinclude -c -o $@-drain.o bench/log-drain.c
+	$(CC) -O2 -g -Wall -Wextra -Werror -Ilibulpt/include -Iinclude -o $@ $< $@-drain.o -L$(LB) -lulpt -lpthread '-Wl,-rpath,$$ORIGIN/../libulpt'
+LIBULPT := $(patsubst bench/%.c,$(B)/bench/%,$(filter-out bench/lsan-init.c bench/fixed-clock.c bench/log-drain.c,$(wildcard bench/*.c))) $(B)/bench/lsan-init.so $(B)/bench/fixed-clock.so $(LB)/libulpt.a $(LB)/libulpt.so $(patsubst libulpt/test/%.c,$(LB)/test/%,$(wildcard libulpt/test/*.c)) \
 	$(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
 libulpt: $(LIBULPT)
 

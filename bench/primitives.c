@@ -27,11 +27,12 @@
  *             fault_roundtrip_gpr_step_ns: libulpt's ULPT_PERMIT_STEP through the
  *             general-register stub, the after-call reading the value written (watchlib -v).
  *             step_sigtraps: SIGTRAPs during both (the step needs none: 0).
- *             store_plain_ns, store_counted_ns, store_logged_ns, store_logged_consumer_ns:
- *             an 8-byte store in a loop to a plain page, and to a line that a ULPT_DENY_LOG
- *             page denies writes, counted in a count table, or logged and drained at the
- *             thread's log events, or by a consumer thread (ulpt_log_consumer_start); each
- *             store counted or drained once, checked.
+ *             store_plain_ns, store_counted_ns, store_logged_ns, store_logged_raw_ns,
+ *             store_logged_consumer_ns: an 8-byte store in a loop to a plain page, and to a
+ *             line that a ULPT_DENY_LOG page denies writes, counted in a count table, or
+ *             logged and drained at the thread's log events (through the callback, or through
+ *             a lean drain that reads records in place, ulpt_log_set_raw), or by a consumer
+ *             thread (ulpt_log_consumer_start); each store counted or drained once, checked.
  *   mprotect  protect: mprotect() of one page (read-only and read-write alternately). Round
  *             trip: a write to the read-only page, SIGSEGV, the handler mprotects it read-write,
  *             the write retries.
@@ -554,9 +555,21 @@ static void log_seen_fn(const struct ulpt_log_rec *recs, size_t n, void *arg)
 	log_seen += (long)n;
 }
 
+/* The lean drain (bench/log-drain.c): arg is the sum of the records' starts. */
+size_t bench_log_drain(struct ulpt_log_ring *r, void *arg);
+__attribute__((target("general-regs-only")))
+static size_t log_raw_fn(struct ulpt_log_ring *r, void *arg)
+{
+	size_t n = bench_log_drain(r, arg);
+
+	log_seen += (long)n;
+	return n;
+}
+static uint64_t log_sum;
+
 /* Each store counted or drained once, or the backend is unavailable. */
 static int run_log_stores(struct result *sp, struct result *sc, struct result *sl,
-			  struct result *sk)
+			  struct result *sr, struct result *sk)
 {
 	char *m = mmap(NULL, 3 * pagesz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	void *base;
@@ -593,14 +606,16 @@ static int run_log_stores(struct result *sp, struct result *sc, struct result *s
 			    log_stores);
 		return -1;
 	}
-	for (int consumer = 0; consumer < 2; consumer++) {
+	/* Drained by the callback, by the lean drain, and by a consumer thread. */
+	for (int mode = 0; mode < 3; mode++) {
 		log_stores = log_seen = 0;
 		if ((r = ulpt_log_start(12, 1u << 11, log_seen_fn, NULL)) < 0 ||
-		    (consumer && (r = ulpt_log_consumer_start()) < 0)) {
+		    (mode == 1 && (r = ulpt_log_set_raw(log_raw_fn, &log_sum)) < 0) ||
+		    (mode == 2 && (r = ulpt_log_consumer_start()) < 0)) {
 			unavailable("ulpt", "ulpt_log_start: %s", strerror(-r));
 			return -1;
 		}
-		*(consumer ? sk : sl) = measure(ul_store_log, NONE);
+		*(mode == 0 ? sl : mode == 1 ? sr : sk) = measure(ul_store_log, NONE);
 		ulpt_log_stop();        /* stops the consumer, which drains the rest first */
 		if (log_seen != log_stores) {
 			unavailable("ulpt", "%ld of %ld logged stores drained", log_seen, log_stores);
@@ -615,7 +630,7 @@ static int run_log_stores(struct result *sp, struct result *sc, struct result *s
 
 static void run_ulpt(void)
 {
-	struct result p, l, t, g, w, ws, gs, sp, sc, sl, sk;
+	struct result p, l, t, g, w, ws, gs, sp, sc, sl, sr, sk;
 	int r;
 
 	failure = NULL;
@@ -676,7 +691,7 @@ static void run_ulpt(void)
 	gs = measure(ul_trip, NONE);
 	ulpt_protect_lines((void *)page, ULPT_LINE_SIZE, 0);
 	signal(SIGTRAP, SIG_DFL);
-	if (check_handled("ulpt") < 0 || check_after() < 0 || run_log_stores(&sp, &sc, &sl, &sk) < 0)
+	if (check_handled("ulpt") < 0 || check_after() < 0 || run_log_stores(&sp, &sc, &sl, &sr, &sk) < 0)
 		goto out;
 	{
 		print("ulpt", "protect_ns", p);
@@ -690,6 +705,7 @@ static void run_ulpt(void)
 		print("ulpt", "store_plain_ns", sp);
 		print("ulpt", "store_counted_ns", sc);
 		print("ulpt", "store_logged_ns", sl);
+		print("ulpt", "store_logged_raw_ns", sr);
 		print("ulpt", "store_logged_consumer_ns", sk);
 	}
 out:
