@@ -540,7 +540,7 @@ static void write_results(void)
 	}
 	RESULT(stats, .faults = st.faults + ag.faults, .hits = st.hits + ag.hits,
 	       .false_faults = st.false_faults + ag.false_faults,
-	       .handler_ns = st.handler_ns + ag.handler_ns);
+	       .handler_ns = st.handler_ns + wl_ticks_ns(ag.handler_ticks));
 	in_agent--;
 }
 

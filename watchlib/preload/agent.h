@@ -86,7 +86,7 @@ struct agent {
 	struct blk *blocks;
 	uint64_t heap_reads, heap_writes, heap_allocs;
 	uint64_t errors;
-	uint64_t faults, hits, false_faults, handler_ns;  /* heap faults (watch.c counts its own) */
+	uint64_t faults, hits, false_faults, handler_ticks;   /* heap faults (watch.c counts its own) */
 	uintptr_t libc_text[2][2];  /* libc's and the dynamic loader's code: [lo, hi) */
 	uintptr_t self_text[2];     /* the agent's own code */
 	uintptr_t self_data[2];     /* and its writable data (never a leak check's root) */

@@ -154,11 +154,11 @@ static enum ulpt_action heap_fault_(struct ulpt_fault *f);
 
 static enum ulpt_action heap_fault(struct ulpt_fault *f)
 {
-	uint64_t t0 = wl_now_ns();
+	uint64_t t0 = wl_ticks();
 	enum ulpt_action a = heap_fault_(f);
 
 	__atomic_add_fetch(&ag.faults, 1, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&ag.handler_ns, wl_now_ns() - t0, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&ag.handler_ticks, wl_ticks() - t0, __ATOMIC_RELAXED);
 	return a;
 }
 
@@ -182,7 +182,7 @@ struct heap_counts {
 	uint64_t hits, falses, writes, reads;
 };
 
-static void heap_counts_add(const struct heap_counts *c, uint64_t faults, uint64_t ns)
+static void heap_counts_add(const struct heap_counts *c, uint64_t faults, uint64_t ticks)
 {
 	if (c->hits)
 		__atomic_add_fetch(&ag.hits, c->hits, __ATOMIC_RELAXED);
@@ -194,7 +194,7 @@ static void heap_counts_add(const struct heap_counts *c, uint64_t faults, uint64
 		__atomic_add_fetch(&ag.heap_reads, c->reads, __ATOMIC_RELAXED);
 	if (faults) {
 		__atomic_add_fetch(&ag.faults, faults, __ATOMIC_RELAXED);
-		__atomic_add_fetch(&ag.handler_ns, ns, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&ag.handler_ticks, ticks, __ATOMIC_RELAXED);
 	}
 }
 
@@ -220,7 +220,7 @@ static void heap_watch_count(struct heap_counts *n, uintptr_t s, uintptr_t e, un
 void heap_log_records(const struct ulpt_log_rec *r, size_t n, void *arg)
 {
 	struct heap_counts c = { 0 };
-	uint64_t t0 = wl_now_ns();
+	uint64_t t0 = wl_ticks();
 
 	(void)arg;
 	if (log_discard)
@@ -230,7 +230,7 @@ void heap_log_records(const struct ulpt_log_rec *r, size_t n, void *arg)
 		heap_watch_count(&c, s, s + (r[i].size ? r[i].size : 1),
 				 r[i].kind == ULPT_DENY_W ? WL_WRITE : WL_READ);
 	}
-	heap_counts_add(&c, n, wl_now_ns() - t0);
+	heap_counts_add(&c, n, wl_ticks() - t0);
 }
 
 /* The record in sl, freed for the CPU (its V bit cleared): 0 if none waits there. A size of 0
@@ -263,7 +263,7 @@ size_t heap_log_raw(struct ulpt_log_ring *r, void *arg)
 	/* The bytes of the last 4 blocks hit (programs alternate between a few arrays). */
 	uintptr_t lo[4] = { 1, 1, 1, 1 }, hi[4] = { 0 };
 	unsigned kinds = ag.heap_kinds, next = 0;
-	uint64_t t0 = wl_now_ns();
+	uint64_t t0 = wl_ticks();
 
 	(void)arg;
 	for (;; head++) {
@@ -295,7 +295,7 @@ size_t heap_log_raw(struct ulpt_log_ring *r, void *arg)
 	}
 	__atomic_store_n(&r->head, head, __ATOMIC_RELAXED);
 	if (!log_discard)
-		heap_counts_add(&c, head - first, wl_now_ns() - t0);
+		heap_counts_add(&c, head - first, wl_ticks() - t0);
 	return (size_t)(head - first);
 }
 

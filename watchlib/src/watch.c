@@ -60,8 +60,9 @@ static struct {
 	int backend;
 	int mem_fd;
 	int ready;
-	uint64_t faults, hits, false_faults, handler_ns, active;
-	uint64_t tsc_mul;           /* ns = tsc * tsc_mul >> 32 */
+	uint64_t faults, hits, false_faults, handler_ticks, active;
+	uint64_t mono0, tsc0;       /* CLOCK_MONOTONIC and the TSC at wl_init (wl_ticks_ns) */
+	uint64_t tsc_mul;           /* ns = ticks * tsc_mul >> 32, once measured over RATE_NS */
 } wl;
 
 /* Per-thread state of the instruction being let through with ULPT_PERMIT_STEP (callback). */
@@ -103,9 +104,9 @@ static uint64_t rdtsc(void)
 	return (uint64_t)hi << 32 | lo;
 }
 
-uint64_t wl_now_ns(void)
+uint64_t wl_ticks(void)
 {
-	return (uint64_t)(((unsigned __int128)rdtsc() * wl.tsc_mul) >> 32);
+	return rdtsc();
 }
 
 uint64_t wl_mono_ns(void)
@@ -115,15 +116,25 @@ uint64_t wl_mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
 }
 
-static void calibrate(void)
-{
-	struct timespec d = { 0, 5000000 };
-	uint64_t n0 = wl_mono_ns(), t0 = rdtsc(), n1, t1;
+/* The TSC's rate is taken between wl_init and the first conversion, with no wait at the
+ * start (a sleep there delayed every program the agent starts): kept once the interval
+ * is RATE_NS long, measured again at each conversion until then. */
+#define RATE_NS 100000000ull
 
-	nanosleep(&d, NULL);
-	n1 = wl_mono_ns();
-	t1 = rdtsc();
-	wl.tsc_mul = t1 > t0 ? (uint64_t)(((unsigned __int128)(n1 - n0) << 32) / (t1 - t0)) : 1ull << 32;
+uint64_t wl_ticks_ns(uint64_t ticks)
+{
+	uint64_t mul = __atomic_load_n(&wl.tsc_mul, __ATOMIC_RELAXED);
+
+	if (!mul) {
+		uint64_t n = wl_mono_ns() - wl.mono0, t = rdtsc() - wl.tsc0;
+
+		if (!t || !n)
+			return 0;
+		mul = (uint64_t)(((unsigned __int128)n << 32) / t);
+		if (n >= RATE_NS)
+			__atomic_store_n(&wl.tsc_mul, mul, __ATOMIC_RELAXED);
+	}
+	return (uint64_t)(((unsigned __int128)ticks * mul) >> 32);
 }
 
 /* Byte copies: no memcpy (vector registers) on the fault path. */
@@ -287,7 +298,8 @@ int wl_init_shared(void)
 			return -ENOMEM;
 	}
 	wl.mem_fd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
-	calibrate();
+	wl.mono0 = wl_mono_ns();
+	wl.tsc0 = rdtsc();
 	wl.ready = 1;
 	return 0;
 }
@@ -408,7 +420,7 @@ void wl_get_stats(struct wl_stats *s)
 	s->faults = __atomic_load_n(&wl.faults, __ATOMIC_RELAXED);
 	s->hits = __atomic_load_n(&wl.hits, __ATOMIC_RELAXED);
 	s->false_faults = __atomic_load_n(&wl.false_faults, __ATOMIC_RELAXED);
-	s->handler_ns = __atomic_load_n(&wl.handler_ns, __ATOMIC_RELAXED);
+	s->handler_ns = wl_ticks_ns(__atomic_load_n(&wl.handler_ticks, __ATOMIC_RELAXED));
 	s->watches = wl.active;
 }
 
@@ -493,7 +505,7 @@ static void after(struct ulpt_fault *f)
 
 enum ulpt_action wl_handle_fault(struct ulpt_fault *f)
 {
-	uint64_t t0 = wl_now_ns();
+	uint64_t t0 = wl_ticks();
 	enum ulpt_action act = ULPT_PERMIT;
 	struct wl_access acc = { f->start, f->size, f->kind == ULPT_DENY_R, f->kind == ULPT_DENY_W };
 	int ids[WL_PENDING_MAX], n;
@@ -577,6 +589,6 @@ enum ulpt_action wl_handle_fault(struct ulpt_fault *f)
 	}
 out:
 	unlock();
-	__atomic_add_fetch(&wl.handler_ns, wl_now_ns() - t0, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&wl.handler_ticks, wl_ticks() - t0, __ATOMIC_RELAXED);
 	return act;
 }

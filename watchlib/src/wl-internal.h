@@ -42,9 +42,11 @@ int wl_init_shared(void) WL_HIDDEN;
 /* Reads n bytes at addr whatever its rights (through /proc/self/mem when they deny reads). */
 void wl_read_bytes(uintptr_t addr, void *buf, size_t n) WL_HIDDEN;
 
-/* A cheap clock for handler time: the TSC, converted with a rate measured at start. */
-uint64_t wl_now_ns(void) WL_HIDDEN;
-/* CLOCK_MONOTONIC in ns (wl_now_ns needs the calibration of wl_init). */
+/* A cheap clock for handler time: TSC ticks, summed as they are and converted to ns when
+ * read (wl_ticks_ns: the rate measured since wl_init). */
+uint64_t wl_ticks(void) WL_HIDDEN;
+uint64_t wl_ticks_ns(uint64_t ticks) WL_HIDDEN;
+/* CLOCK_MONOTONIC in ns. */
 uint64_t wl_mono_ns(void) WL_HIDDEN;
 
 
