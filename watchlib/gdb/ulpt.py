@@ -37,7 +37,7 @@ KINDS = {  # command: (agent mode, GDB's name in a stop, in info watchpoints)
     "rwatch": (WL_READ, "Hardware read watchpoint", "read watchpoint"),
     "awatch": (WL_READ | WL_WRITE, "Hardware access (read/write) watchpoint", "acc watchpoint"),
 }
-AGENT_VERSION = 2   # watchlib/preload/gdb.c's ulpt_gdb_version
+AGENT_VERSION = 3   # watchlib/preload/gdb.c's ulpt_gdb_version
 
 
 class Watch:
@@ -81,6 +81,7 @@ class State:
         self.backend = 0            # the agent's backend: 1 ULPT, 2 mprotect, 0 not known yet
         self.trap_bp = None         # TrapBreakpoint, on ULPT
         self.tpoff = None           # the stop record's offset from the thread pointer
+        self.last = None            # ulpt_gdb_last's address: the last thread at the stub
         self.bp_addrs = None        # where the user's breakpoints are (breakpoint_at)
         self.calling = False        # an inferior call of the agent is under way
         self.signal_bp = None       # SignalBreakpoint, on mprotect
@@ -181,6 +182,7 @@ def agent_watch(w):
     if S.tpoff is None:
         # Set by the agent's first watch: where a thread's stop record is (gdb.c).
         S.tpoff = int(gdb.parse_and_eval("ulpt_gdb_rec_tpoff"))
+        S.last = int(gdb.parse_and_eval("(long)&ulpt_gdb_last"))
 
 
 def agent_unwatch(w, call=True):
@@ -457,6 +459,8 @@ def set_pc(pc):
 
 # struct gdb_rec (gdb.c): resume, ip, n, stepping, then 8 hits of (id, kind).
 REC = struct.Struct("<QQII16i")
+# struct ulpt_gdb_last (gdb.c): a thread id, its record's address.
+LAST = struct.Struct("<qQ")
 
 
 class TrapBreakpoint(gdb.Breakpoint):
@@ -471,9 +475,14 @@ class TrapBreakpoint(gdb.Breakpoint):
 
     def stop(self):
         try:
-            fs = int(gdb.newest_frame().read_register("fs_base"))
-            rec = REC.unpack(bytes(gdb.selected_inferior().read_memory(fs + S.tpoff,
-                                                                       REC.size)))
+            # The record of the last thread sent here, if it is this one: no registers
+            # read (FS_BASE would make GDB build the stub's frame, most of stop()'s time
+            # once the PC is set), else through the thread pointer.
+            inf = gdb.selected_inferior()
+            tid, addr = LAST.unpack(bytes(inf.read_memory(S.last, LAST.size)))
+            if tid != gdb.selected_thread().ptid[1]:
+                addr = int(gdb.newest_frame().read_register("fs_base")) + S.tpoff
+            rec = REC.unpack(bytes(inf.read_memory(addr, REC.size)))
             resume, ip, n = rec[0], rec[1], min(rec[2], 8)
             # GDB_STEPPED: its single step covered the access; GDB_STEP_END (mprotect): GDB
             # waits at the access for the signal handler's return, and its step ends here,
@@ -627,7 +636,7 @@ def on_exited(event):
     S.stop_bp = S.ready_bp = S.signal_bp = S.trap_bp = None
     S.mprotect = False
     S.backend = 0
-    S.tpoff = None
+    S.tpoff = S.last = None
     for p in S.pending.values():
         if p.bp.is_valid():
             p.bp.delete()
