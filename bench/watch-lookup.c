@@ -1,8 +1,12 @@
 /*
  * watchlib's cost per fault as the number of watchpoints grows (issue: the lookup must not grow
  * with watchpoints on other pages). N 4-byte watchpoints for writes, one every 64 bytes of an
- * array; the loop writes an unwatched int in a watched line (a false fault: found, filtered,
- * let through) and, separately, a watched int (a hit, counted). Prints, per N:
+ * array; the loop writes unwatched ints in a watched line (false faults: found, filtered,
+ * let through) and, separately, a watched int (a hit, counted). A false fault opens the gap
+ * between watched bytes that holds it (watchlib's byte bounds), so the false writes alternate
+ * between the line's two gaps, each one moving the open range: a false fault every time (with
+ * N = 1 a second watchpoint, 64 bytes on, makes the second gap).
+ * Prints, per N:
  *   # bench watch_false_<N>_ns <ns per false fault>
  *   # bench watch_hit_<N>_ns <ns per hit>
  * Usage: watch-lookup [ulpt|mprotect]   (default: the automatic choice)
@@ -46,12 +50,16 @@ int main(int argc, char **argv)
 			ids[i] = wl_watch(arr + (size_t)i * 64, 4, WL_WRITE);
 		/* The probe: the middle watchpoint's line. */
 		volatile int *hit = (volatile int *)(arr + (size_t)(n / 2) * 64);
-		volatile int *miss = hit + 2;           /* same line, not watched */
+		volatile int *miss = hit + 2;           /* same line, not watched: bytes 8-11 */
+		volatile int *miss2 = hit + 18;         /* the line's other gap: bytes 72-75 */
+		int second = n == 1 ? wl_watch((const void *)(hit + 16), 4, WL_WRITE) : -1;
 		uint64_t best_f = ~0ull, best_h = ~0ull;
 		for (int round = 0; round < 5; round++) {
 			uint64_t t0 = now_ns();
-			for (long i = 0; i < loops; i++)
+			for (long i = 0; i < loops; i += 2) {
 				*miss = (int)i;
+				*miss2 = (int)i;
+			}
 			uint64_t t1 = now_ns();
 			for (long i = 0; i < loops; i++)
 				*hit = (int)i;
@@ -69,6 +77,8 @@ int main(int argc, char **argv)
 		       (unsigned long long)w, 5 * loops);
 		for (int i = 0; i < n; i++)
 			wl_unwatch(ids[i]);
+		if (second >= 0)
+			wl_unwatch(second);
 		free(ids);
 	}
 	return 0;

@@ -26,9 +26,11 @@
  *                 with row % 8 == 7 in line 31 (int 993 + slot: a line whose int 992 the loop
  *                 writes). So 7/8 of them share only a page with written data (no faults on
  *                 ULPT, false faults for every write to the page on mprotect) and 1/8 share a
- *                 line with one written int (one false fault per row and iteration on ULPT).
+ *                 line with one written int (on ULPT one false fault per row, the first: it
+ *                 opens the gap of the line that holds int 992, watchlib's byte bounds).
  *                 With N >= 1028 every row has watchpoints; at most 4 + 31 * ROWS fit.
- * The hit watchpoints' lines are written 32 times per iteration: 31 false faults and one hit.
+ * The hit watchpoints' lines are written 32 times per iteration: one hit and 31 writes of the
+ * gap after it, which the first false fault there opened (ULPT; on mprotect each is a fault).
  * Placement depends only on N and R, not on the backend, so GDB can set the same watchpoints
  * (--print-indices gives the array indices, --print-addrs their addresses in this process).
  *

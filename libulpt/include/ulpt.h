@@ -127,6 +127,9 @@ int ulpt_protect_line_word(void *addr, uint64_t word);
  * none) stay open when the line is denied. */
 struct ulpt_bounds { uint8_t line[32][2]; } __attribute__((aligned(64)));
 int ulpt_protect_bounds(void *addr, const struct ulpt_bounds *b);
+/* Points the page that holds addr at b only if it has no bounds (-EBUSY if it has): for a
+ * component that shares pages with another that may have given them bounds of its own. */
+int ulpt_claim_bounds(void *addr, const struct ulpt_bounds *b);
 
 /* --- inline fast paths -------------------------------------------------------------------
  * On the ULPT backend a page's entry is two words in the table view: word 0 the page rights

@@ -31,6 +31,7 @@ struct ulpt_ops {
 	int (*protect_lines)(void *addr, size_t len, unsigned deny);
 	int (*line_word)(uintptr_t page, uint64_t word);
 	int (*bounds)(uintptr_t page, const struct ulpt_bounds *b);    /* b valid or NULL */
+	int (*claim_bounds)(uintptr_t page, const struct ulpt_bounds *b);      /* b valid */
 	void (*get)(uintptr_t addr, unsigned *page, unsigned *line);  /* neither NULL */
 	struct sigaction *(*chained)(int sig);          /* see ulpt_chained_action_ */
 };

@@ -386,6 +386,17 @@ static int mp_bounds(uintptr_t page, const struct ulpt_bounds *b)
 	return 0;
 }
 
+/* The slot from none to b, or -EBUSY: as mp_bounds, if the page has none. */
+static int mp_claim_bounds(uintptr_t page, const struct ulpt_bounds *b)
+{
+	uintptr_t *s = bslot(page >> 12, 1), none = 0;
+
+	if (!s)
+		return -ENOMEM;
+	return __atomic_compare_exchange_n(s, &none, (uintptr_t)b, 0, __ATOMIC_ACQ_REL,
+					   __ATOMIC_ACQUIRE) ? 0 : -EBUSY;
+}
+
 /* The single steps of ULPT_PERMIT and ULPT_PERMIT_STEP trap after the instruction (TF). */
 #define RFLAGS_TF 0x100ull
 
@@ -1398,6 +1409,7 @@ const struct ulpt_ops ulpt_mprotect_ops_ = {
 	.protect_lines = mp_protect_lines,
 	.line_word = mp_line_word,
 	.bounds = mp_bounds,
+	.claim_bounds = mp_claim_bounds,
 	.get = mp_get,
 	.chained = mp_chained,
 };

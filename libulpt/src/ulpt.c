@@ -183,6 +183,19 @@ static int view_bounds(uintptr_t page, const struct ulpt_bounds *b)
 	return 0;
 }
 
+/* A load and a store of word 0, as the rights stores: a caller that shares pages with another
+ * component that sets bounds synchronises with it as for rights (ulpt_line_deny). */
+static int view_claim_bounds(uintptr_t page, const struct ulpt_bounds *b)
+{
+	volatile uint64_t *w = ulpt_entry_((void *)page);
+	uint64_t old = *w;
+
+	if (old & ULPT_BOUNDS_MASK)
+		return -EBUSY;
+	*w = old | ULPT_BOUNDS_FIELD((uint64_t)(uintptr_t)b);
+	return 0;
+}
+
 static void view_get(uintptr_t a, unsigned *page, unsigned *line)
 {
 	*page = (unsigned)(ulpt_entry_((void *)a)[0] & ULPT_PAGE_MASK_);
@@ -214,6 +227,7 @@ static const struct ulpt_ops view_ops = {
 	.protect_lines = view_protect_lines,
 	.line_word = view_line_word,
 	.bounds = view_bounds,
+	.claim_bounds = view_claim_bounds,
 	.get = view_get,
 	.chained = view_chained,
 };
@@ -345,6 +359,18 @@ int ulpt_protect_bounds(void *addr, const struct ulpt_bounds *b)
 	if ((uintptr_t)addr >= ULPT_VA_LIMIT_ || ((uintptr_t)b & ~(uintptr_t)(ULPT_VA_LIMIT_ - 64)))
 		return -EINVAL;
 	return ops->bounds(page, b);
+}
+
+int ulpt_claim_bounds(void *addr, const struct ulpt_bounds *b)
+{
+	uintptr_t page = (uintptr_t)addr & ~(uintptr_t)(ULPT_PAGE_SIZE - 1);
+
+	if (!ulpt_lib_state_.backend)
+		return -ENOSYS;
+	if ((uintptr_t)addr >= ULPT_VA_LIMIT_ || !b ||
+	    ((uintptr_t)b & ~(uintptr_t)(ULPT_VA_LIMIT_ - 64)))
+		return -EINVAL;
+	return ops->claim_bounds(page, b);
 }
 
 int ulpt_get(const void *addr, unsigned *page_deny, unsigned *line_deny)

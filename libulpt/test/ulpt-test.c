@@ -2310,6 +2310,35 @@ static int t_bounds_clear(void)
 	return 0;
 }
 
+/* ulpt_claim_bounds points a page at bounds only if it has none: -EBUSY leaves the page's own
+ * bounds in force; once they are cleared, the claim takes the page. */
+static int t_bounds_claim(void)
+{
+	static struct ulpt_bounds mine;
+	volatile char *p = pages(2), *l3 = p + 3 * 128, *q = p + 4096, *q3 = q + 3 * 128;
+
+	bnd = (struct ulpt_bounds){ .line = { [3] = { 0, 16 } } };
+	mine = (struct ulpt_bounds){ .line = { [3] = { 0, 128 } } };
+	CHECK(ulpt_claim_bounds((void *)p, &mine) == -ENOSYS, "before ulpt_init: ENOSYS");
+	CHECK(bounds_setup(p, line_w(3)) && ulpt_page_lines((void *)q, line_w(3)) == 0, "setup");
+	CHECK(ulpt_claim_bounds((void *)(p + 5), &mine) == -EBUSY, "a page with bounds: EBUSY");
+	store_n(l3 + 8, 8, 1);
+	store_n(l3 + 40, 8, 2);
+	CHECK(delivered(1, ULPT_DENY_W, l3 + 40, 8, l3 + 40), "the page's own bounds still apply");
+	CHECK(ulpt_claim_bounds((void *)(q + 100), &mine) == 0, "a page without: claimed");
+	store_n(q3 + 40, 8, 3);
+	CHECK(h_count == 1, "the claimed bounds apply (%d)", h_count);
+	CHECK(ulpt_claim_bounds((void *)q, &bnd) == -EBUSY, "claimed once: EBUSY");
+	CHECK(ulpt_page_bounds((void *)p, NULL) == 0 && ulpt_claim_bounds((void *)p, &mine) == 0,
+	      "cleared, then claimed");
+	store_n(l3 + 40, 8, 4);
+	CHECK(h_count == 1, "open now (%d)", h_count);
+	CHECK(ulpt_claim_bounds((void *)p, NULL) == -EINVAL &&
+	      ulpt_claim_bounds((void *)q, (const void *)((char *)&mine + 32)) == -EINVAL &&
+	      ulpt_claim_bounds((void *)(1ul << 47), &mine) == -EINVAL, "NULL, misaligned, uncovered: EINVAL");
+	return 0;
+}
+
 /* Every bad argument is a negative errno, and changes nothing. */
 static int t_bounds_bad_arguments(void)
 {
@@ -2488,6 +2517,7 @@ static int t_bounds_rep(void)
 	X(bounds_store, "byte bounds (R-BND-2): a plain store to the bounds applies to the next access") \
 	X(bounds_keep, "byte bounds: ulpt_page_deny, ulpt_protect, ulpt_page_lines, ulpt_protect_line_word keep them; page rights are never opened") \
 	X(bounds_clear, "byte bounds: NULL clears them, and they can be set again") \
+	X(bounds_claim, "byte bounds: ulpt_claim_bounds sets a page's bounds only if it has none (EBUSY), EINVAL for bad arguments") \
 	X(bounds_bad_arguments, "byte bounds: ENOSYS before ulpt_init, EINVAL for misaligned bounds or an uncovered page, nothing changed") \
 	X(bounds_log, "byte bounds with the access log: only accesses with a closed byte are logged, whole") \
 	X(bounds_count, "byte bounds with a count table: only accesses with a closed byte are counted") \

@@ -135,6 +135,40 @@ static int t_neighbours(void)
 	return 0;
 }
 
+/* A false fault opens the gap between watched bytes that holds it (byte bounds): the next
+ * accesses there are not delivered; a move to the line's other gap is one false fault; a watch
+ * added inside the open gap sees its first write. */
+static int t_gap(void)
+{
+	volatile int *l = arena(4096);
+	struct wl_stats s0, s1, s2;
+	uint64_t r = 99, w = 99;
+	int id, id2, i;
+
+	id = wl_watch((const void *)&l[16], 4, WL_WRITE);      /* line 0, bytes 64-67 */
+	CHECK(id >= 0, "wl_watch: %d", id);
+	wl_get_stats(&s0);
+	for (i = 0; i < 1000; i++)
+		l[2] = i;                       /* gap [0, 64) */
+	wl_get_stats(&s1);
+	CHECK(s1.false_faults - s0.false_faults == 1, "1000 writes in one gap: %llu false faults, want 1",
+	      (unsigned long long)(s1.false_faults - s0.false_faults));
+	for (i = 0; i < 1000; i++)
+		l[20] = i;                      /* the other gap, [68, 128) */
+	wl_get_stats(&s2);
+	CHECK(s2.false_faults - s1.false_faults == 1, "then 1000 in the other: %llu, want 1",
+	      (unsigned long long)(s2.false_faults - s1.false_faults));
+	id2 = wl_watch((const void *)&l[25], 4, WL_WRITE);     /* inside the open gap */
+	CHECK(id2 >= 0, "wl_watch: %d", id2);
+	l[25] = 1;
+	l[16] = 2;
+	l[20] = 3;
+	CHECK(wl_counts(id2, &r, &w) == 0 && w == 1, "the new watch saw its write (%llu)", (unsigned long long)w);
+	CHECK(wl_counts(id, &r, &w) == 0 && w == 1, "the old one its own (%llu)", (unsigned long long)w);
+	CHECK(l[2] == 999 && l[20] == 3 && l[25] == 1 && l[16] == 2, "the writes were made");
+	return 0;
+}
+
 /* The callback sees each write with the watched bytes it covered, before and after. */
 static int t_values(void)
 {
@@ -528,6 +562,7 @@ static int in_child(void)
 
 #define TESTS(X) \
 	X(neighbours, "a 4-byte watch among hot neighbours in its line: 300 reads, 500 writes exactly; false faults counted") \
+	X(gap, "a false fault opens its gap between watched bytes: 1000 writes there, 1 false fault; a watch added in it sees its write") \
 	X(values, "the callback gets id, kind, address, size, ip, tid and the old and new watched bytes of a write") \
 	X(rmw, "xchg, add to memory and lock xadd on a read-write watch: each one write, no read") \
 	X(unwatch, "wl_unwatch stops the counting, spares the line's other watch; a bad id is -ENOENT") \
