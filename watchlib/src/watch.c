@@ -244,6 +244,30 @@ static void apply_page(struct wpage *p)
 	ulpt_page_lines((void *)(p->pageno * PAGE), word);
 }
 
+/* The page's bounds for open_gap, made with its first watch (not in the fault handler, which
+ * must not allocate: its system calls would stop a debugger's single step there). A page with
+ * bounds of another component's (ulpt_claim_bounds: EBUSY) keeps them, and no gap opens. ULPT
+ * only: on the mprotect backend an access to open bytes still takes its signal, and libulpt
+ * lets it through without the handler, which a debugger's single step over it needs
+ * (ulpt-gdb ends such a step from the handler). */
+static void claim_bounds(struct wpage *p)
+{
+	void *m;
+	struct ulpt_bounds *b;
+
+	if (p->bounds || p->no_bounds || wl.backend != ULPT_BACKEND_ULPT)
+		return;
+	m = wl_mem_alloc(sizeof(struct ulpt_bounds) + 63);
+	b = (struct ulpt_bounds *)(((uintptr_t)m + 63) & ~(uintptr_t)63);
+	if (!m || ulpt_claim_bounds((void *)(p->pageno * PAGE), b) < 0) {
+		wl_mem_free(m);
+		p->no_bounds = 1;
+		return;
+	}
+	p->bounds = b;
+	p->bounds_mem = m;
+}
+
 /* Closes the lines of [lo, hi) (in page p) that open_gap opened: before a watch there takes
  * effect, so that no access to its bytes goes unseen. */
 static void close_gaps(struct wpage *p, uintptr_t lo, uintptr_t hi)
@@ -278,6 +302,7 @@ static int account(int id, int delta)
 				p->cap = nc;
 			}
 			p->ids[p->n++] = id;
+			claim_bounds(p);
 			close_gaps(p, lo, hi);
 		} else {
 			for (uint32_t i = 0; i < p->n; i++)
@@ -459,8 +484,8 @@ void wl_get_stats(struct wl_stats *s)
  * access, so that the next accesses there complete without a delivery; a watch added in the
  * line closes its bounds first (close_gaps). A line has one open range: a program that goes
  * back and forth between two gaps of one line moves it each time, a false fault as before.
- * A page that has bounds of another component's (ulpt_claim_bounds: EBUSY) is left alone.
- * An access across two lines opens nothing. Called with the lock held.
+ * A page that has bounds of another component's is left alone (claim_bounds). An access
+ * across two lines opens nothing. Called with the lock held.
  */
 static void open_gap(uintptr_t start, size_t size)
 {
@@ -468,7 +493,7 @@ static void open_gap(uintptr_t start, size_t size)
 	uintptr_t lo = line, hi = line + LINE;
 	struct wpage *p;
 
-	if (end > hi || !(p = find_page(start / PAGE)) || p->no_bounds)
+	if (end > hi || !(p = find_page(start / PAGE)) || !p->bounds)
 		return;
 	for (uint32_t i = 0; i < p->n; i++) {
 		const struct watch *w = &wl.w[p->ids[i]];
@@ -482,18 +507,6 @@ static void open_gap(uintptr_t start, size_t size)
 			hi = ws < hi ? ws : hi;
 		else
 			return;         /* watched bytes of another kind: the line stays closed */
-	}
-	if (!p->bounds) {
-		void *m = wl_mem_alloc(sizeof(struct ulpt_bounds) + 63);
-		struct ulpt_bounds *b = (struct ulpt_bounds *)(((uintptr_t)m + 63) & ~(uintptr_t)63);
-
-		if (!m || ulpt_claim_bounds((void *)(p->pageno * PAGE), b) < 0) {
-			wl_mem_free(m);
-			p->no_bounds = 1;
-			return;
-		}
-		p->bounds = b;
-		p->bounds_mem = m;
 	}
 	/* lo and hi in one store: a reader never sees a range that mixes the old and new. */
 	*(volatile uint16_t *)p->bounds->line[(line % PAGE) / LINE] =
