@@ -348,29 +348,32 @@ int ulpt_protect_line_word(void *addr, uint64_t word)
 	return r ? r : ops->line_word(page, word);
 }
 
-/* The general form of ulpt_page_bounds (ulpt.h): its errors, and the mprotect backend. */
-int ulpt_protect_bounds(void *addr, const struct ulpt_bounds *b)
+/* The errors of the bounds calls: 0, -ENOSYS or -EINVAL. */
+static int bounds_args(const void *addr, const struct ulpt_bounds *b)
 {
-	uintptr_t page = (uintptr_t)addr & ~(uintptr_t)(ULPT_PAGE_SIZE - 1);
-
 	if (!ulpt_lib_state_.backend)
 		return -ENOSYS;
 	/* The field holds bits 46:6 of the address: 64-byte aligned, below 2^47 (0 is none). */
 	if ((uintptr_t)addr >= ULPT_VA_LIMIT_ || ((uintptr_t)b & ~(uintptr_t)(ULPT_VA_LIMIT_ - 64)))
 		return -EINVAL;
-	return ops->bounds(page, b);
+	return 0;
+}
+
+/* The general form of ulpt_page_bounds (ulpt.h): its errors, and the mprotect backend. */
+int ulpt_protect_bounds(void *addr, const struct ulpt_bounds *b)
+{
+	int r = bounds_args(addr, b);
+
+	return r ? r : ops->bounds((uintptr_t)addr & ~(uintptr_t)(ULPT_PAGE_SIZE - 1), b);
 }
 
 int ulpt_claim_bounds(void *addr, const struct ulpt_bounds *b)
 {
-	uintptr_t page = (uintptr_t)addr & ~(uintptr_t)(ULPT_PAGE_SIZE - 1);
+	int r = bounds_args(addr, b);
 
-	if (!ulpt_lib_state_.backend)
-		return -ENOSYS;
-	if ((uintptr_t)addr >= ULPT_VA_LIMIT_ || !b ||
-	    ((uintptr_t)b & ~(uintptr_t)(ULPT_VA_LIMIT_ - 64)))
-		return -EINVAL;
-	return ops->claim_bounds(page, b);
+	if (!r && !b)
+		r = -EINVAL;
+	return r ? r : ops->claim_bounds((uintptr_t)addr & ~(uintptr_t)(ULPT_PAGE_SIZE - 1), b);
 }
 
 int ulpt_get(const void *addr, unsigned *page_deny, unsigned *line_deny)

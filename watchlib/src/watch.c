@@ -45,8 +45,7 @@ struct wpage {
 	uint32_t n, cap;
 	int32_t *ids;
 	uint32_t cnt_r[32], cnt_w[32];
-	struct ulpt_bounds *bounds;     /* the gaps false faults opened (open_gap), or NULL */
-	void *bounds_mem;               /* bounds' allocation (64-byte aligned inside) */
+	void *bounds_mem;               /* its bounds (bounds_of) for open_gap, or NULL */
 	int no_bounds;                  /* the page has bounds of someone else's */
 };
 
@@ -250,32 +249,31 @@ static void apply_page(struct wpage *p)
  * only: on the mprotect backend an access to open bytes still takes its signal, and libulpt
  * lets it through without the handler, which a debugger's single step over it needs
  * (ulpt-gdb ends such a step from the handler). */
+static struct ulpt_bounds *bounds_of(const struct wpage *p)
+{
+	return (struct ulpt_bounds *)(((uintptr_t)p->bounds_mem + 63) & ~(uintptr_t)63);
+}
+
 static void claim_bounds(struct wpage *p)
 {
-	void *m;
-	struct ulpt_bounds *b;
-
-	if (p->bounds || p->no_bounds || wl.backend != ULPT_BACKEND_ULPT)
+	if (p->bounds_mem || p->no_bounds || wl.backend != ULPT_BACKEND_ULPT)
 		return;
-	m = wl_mem_alloc(sizeof(struct ulpt_bounds) + 63);
-	b = (struct ulpt_bounds *)(((uintptr_t)m + 63) & ~(uintptr_t)63);
-	if (!m || ulpt_claim_bounds((void *)(p->pageno * PAGE), b) < 0) {
-		wl_mem_free(m);
+	p->bounds_mem = wl_mem_alloc(sizeof(struct ulpt_bounds) + 63);      /* 64-byte aligned inside */
+	if (!p->bounds_mem || ulpt_claim_bounds((void *)(p->pageno * PAGE), bounds_of(p)) < 0) {
+		wl_mem_free(p->bounds_mem);
+		p->bounds_mem = NULL;
 		p->no_bounds = 1;
-		return;
 	}
-	p->bounds = b;
-	p->bounds_mem = m;
 }
 
 /* Closes the lines of [lo, hi) (in page p) that open_gap opened: before a watch there takes
  * effect, so that no access to its bytes goes unseen. */
 static void close_gaps(struct wpage *p, uintptr_t lo, uintptr_t hi)
 {
-	if (!p->bounds)
+	if (!p->bounds_mem)
 		return;
 	for (uintptr_t l = (lo % PAGE) / LINE; l <= ((hi - 1) % PAGE) / LINE; l++)
-		*(volatile uint16_t *)p->bounds->line[l] = 0;
+		*(volatile uint16_t *)bounds_of(p)->line[l] = 0;
 	__asm__ volatile("" ::: "memory");
 }
 
@@ -377,13 +375,13 @@ int wl_fini(void)
 	for (size_t i = 0; i < wl.cap; i++) {
 		struct wpage *p = wl.tab[i];
 
-		if (p && p->bounds)
+		if (!p)
+			continue;
+		if (p->bounds_mem)
 			ulpt_page_bounds((void *)(p->pageno * PAGE), NULL);
-		if (p) {
-			wl_mem_free(p->bounds_mem);
-			p->bounds = p->bounds_mem = NULL;
-			p->no_bounds = 0;
-		}
+		wl_mem_free(p->bounds_mem);
+		p->bounds_mem = NULL;
+		p->no_bounds = 0;
 	}
 	unlock();
 	if (wl.mem_fd >= 0)
@@ -493,7 +491,7 @@ static void open_gap(uintptr_t start, size_t size)
 	uintptr_t lo = line, hi = line + LINE;
 	struct wpage *p;
 
-	if (end > hi || !(p = find_page(start / PAGE)) || !p->bounds)
+	if (end > hi || !(p = find_page(start / PAGE)) || !p->bounds_mem)
 		return;
 	for (uint32_t i = 0; i < p->n; i++) {
 		const struct watch *w = &wl.w[p->ids[i]];
@@ -509,7 +507,7 @@ static void open_gap(uintptr_t start, size_t size)
 			return;         /* watched bytes of another kind: the line stays closed */
 	}
 	/* lo and hi in one store: a reader never sees a range that mixes the old and new. */
-	*(volatile uint16_t *)p->bounds->line[(line % PAGE) / LINE] =
+	*(volatile uint16_t *)bounds_of(p)->line[(line % PAGE) / LINE] =
 		(uint16_t)((lo - line) | (hi - line) << 8);
 }
 
