@@ -11,7 +11,10 @@
 # ulpt_gdb_trap, every register the program's; TrapBreakpoint's stop() there reads the
 # record, moves the PC to the program's next instruction and decides: one stop per hit, in
 # the program's own frame, as after a hardware watchpoint, and GDB never steps over the
-# breakpoint (the PC has left it). On the mprotect backend, a single step of GDB's that ran
+# breakpoint (the PC has left it). Where the machine's debug registers trap, the stub is the
+# door instead: its last jump reads a slot that DoorWatchpoint, a hardware access watchpoint of
+# GDB's, watches, so the program stops at its next instruction with no PC to write (one
+# debug register: the trap stub serves when none is free). On the mprotect backend, a single step of GDB's that ran
 # into an access without a hit (and a hit without an after-call) goes through
 # ulpt_gdb_stop: StopBreakpoint's stop() puts a thread-specific ResumeBreakpoint at the
 # program's next instruction, where the program stops once the agent's handler returns.
@@ -37,7 +40,7 @@ KINDS = {  # command: (agent mode, GDB's name in a stop, in info watchpoints)
     "rwatch": (WL_READ, "Hardware read watchpoint", "read watchpoint"),
     "awatch": (WL_READ | WL_WRITE, "Hardware access (read/write) watchpoint", "acc watchpoint"),
 }
-AGENT_VERSION = 3   # watchlib/preload/gdb.c's ulpt_gdb_version
+AGENT_VERSION = 4   # watchlib/preload/gdb.c's ulpt_gdb_version
 
 
 class Watch:
@@ -80,6 +83,8 @@ class State:
         self.mprotect = False       # the program's agent runs on the mprotect backend
         self.backend = 0            # the agent's backend: 1 ULPT, 2 mprotect, 0 not known yet
         self.trap_bp = None         # TrapBreakpoint, on ULPT
+        self.door_bp = None         # DoorWatchpoint, on ULPT while a debug register is free
+        self.door = None            # ulpt_gdb_door's address
         self.tpoff = None           # the stop record's offset from the thread pointer
         self.last = None            # ulpt_gdb_last's address: the last thread at the stub
         self.bp_addrs = None        # where the user's breakpoints are (breakpoint_at)
@@ -167,6 +172,8 @@ def agent_watch(w):
             S.mprotect = True
         S.backend = backend
         ensure_stop_bp()
+        if backend == 1:
+            open_door()
         S.checked_pid = pid
     mode = KINDS[w.kind][0] | (GDB_CHANGES if w.kind == "watch" else 0)
     tid = 0
@@ -259,9 +266,22 @@ def on_modified(bp):
         S.bp_addrs = None
 
 
+HW_TYPES = (gdb.BP_HARDWARE_WATCHPOINT, gdb.BP_READ_WATCHPOINT, gdb.BP_ACCESS_WATCHPOINT,
+            getattr(gdb, "BP_HARDWARE_BREAKPOINT", -1))
+
+
 def on_breakpoints_changed(bp):
     if bp.visible:
         S.bp_addrs = None
+    # The door takes one of the 4 debug registers: the user's hardware watchpoints and
+    # breakpoints come first (the trap stub needs none).
+    if bp.visible and S.door_bp is not None and bp.type in HW_TYPES and hw_in_use() >= 4:
+        close_door()
+
+
+def hw_in_use():
+    """The user's enabled hardware watchpoints and breakpoints (a debug register each)."""
+    return sum(1 for b in gdb.breakpoints() if b.is_valid() and b.enabled and b.type in HW_TYPES)
 
 
 # ---- the stops -----------------------------------------------------------------------------
@@ -461,6 +481,59 @@ def set_pc(pc):
 REC = struct.Struct("<QQII16i")
 # struct ulpt_gdb_last (gdb.c): a thread id, its record's address.
 LAST = struct.Struct("<qQ")
+# ulpt_gdb_door (gdb.c): on, lock; on's states.
+DOOR = struct.Struct("<ii")
+DOOR_ON = struct.Struct("<i")
+DOOR_WATCHED, DOOR_TRAPS, DOOR_PROBING = 1, 2, 3
+
+
+def record_stop(bp, door):
+    """A hit's stop at the trap stub or at the door (gdb.c): reads the thread's record, and
+    decides. At the stub the PC moves to the program's next instruction; at the door it is
+    there already."""
+    try:
+        # The record of the last thread sent here, if it is this one: no registers
+        # read (FS_BASE would make GDB build the stub's frame, most of stop()'s time
+        # once the PC is set), else through the thread pointer.
+        inf = gdb.selected_inferior()
+        tid, addr = LAST.unpack(bytes(inf.read_memory(S.last, LAST.size)))
+        if tid != gdb.selected_thread().ptid[1]:
+            addr = int(gdb.newest_frame().read_register("fs_base")) + S.tpoff
+        rec = REC.unpack(bytes(inf.read_memory(addr, REC.size)))
+        resume, ip, n = rec[0], rec[1], min(rec[2], 8)
+        # GDB_STEPPED: its single step covered the access; GDB_STEP_END (mprotect): GDB
+        # waits at the access for the signal handler's return, and its step ends here,
+        # as StopBreakpoint.step_end decides.
+        stepping = rec[3] & 1 != 0
+        step_end = rec[3] & 2 != 0 and not breakpoint_at(ip)
+        if not door:
+            set_pc(resume)
+    except (gdb.error, gdb.MemoryError, TypeError):
+        return False        # the stub's own code goes on to the program
+    hits = []
+    for k in range(n):
+        w = S.by_agent.get(rec[4 + 2 * k])
+        kind = rec[5 + 2 * k] & 0xffffffff
+        data = read_bytes(w.addr, w.size) if w is not None else None
+        if StopBreakpoint.decide(w, kind, data):
+            hits.append((w, kind, data))
+    th = gdb.selected_thread()
+    if hits and not door and breakpoint_at(resume):
+        # A breakpoint at the next instruction: the stop there shows both, as GDB's own
+        # watchpoint's does (the program traps there at once). The agent never sends such
+        # a hit through the door.
+        p = S.pending.get(th.global_num)
+        if p is None:
+            p = S.pending[th.global_num] = Pending(resume, th.num)
+        p.hits.extend(hits)
+        return False
+    reports = take_reports(hits)
+    if not reports and not stepping and not step_end:
+        return False
+    set_commands(bp, reports)
+    S.last_reports = reports
+    S.step_from = ip if step_end else 0
+    return True
 
 
 class TrapBreakpoint(gdb.Breakpoint):
@@ -474,47 +547,68 @@ class TrapBreakpoint(gdb.Breakpoint):
         self.silent = True
 
     def stop(self):
+        if S.door_bp is not None:
+            door_free(None)         # a probe of the door that did not trap
+        return record_stop(self, False)
+
+
+def door_free(on):
+    """Frees the door (gdb.c: ulpt_gdb_door) if this thread holds it, and writes on if not
+    None. Returns the state it read."""
+    inf = gdb.selected_inferior()
+    try:
+        was, lock = DOOR.unpack(bytes(inf.read_memory(S.door, DOOR.size)))
+        if lock == gdb.selected_thread().ptid[1]:
+            inf.write_memory(S.door + 4, b"\0\0\0\0")
+        if on is not None:
+            inf.write_memory(S.door, DOOR_ON.pack(on))
+        return was
+    except (gdb.error, gdb.MemoryError):
+        return None
+
+
+class DoorWatchpoint(gdb.Breakpoint):
+    """The agent's door (gdb.c): a hardware access watchpoint on the slot that its last jump
+    reads, so the stop is at the program's next instruction with nothing to write. Its stop()
+    frees the door for the next thread, then decides as at the trap stub; at the agent's probe
+    of the door it says that the door traps, and the probe goes on to the trap stub."""
+
+    def __init__(self, slot):
+        super().__init__("*(long *) 0x%x" % slot, gdb.BP_WATCHPOINT, gdb.WP_ACCESS,
+                         internal=True)
+        self.silent = True
+
+    def stop(self):
+        if door_free(None) == DOOR_PROBING:
+            door_free(DOOR_TRAPS)
+            return False
+        return record_stop(self, True)
+
+
+def open_door():
+    """The door's watchpoint, once per process (the agent tries it at the first hit). None if
+    no debug register is left for it: the trap stub serves every hit."""
+    if hw_in_use() >= 4:
+        return
+    try:
+        slot = int(gdb.parse_and_eval("*(long *) &ulpt_gdb_door_slot"))
+        S.door = int(gdb.parse_and_eval("(long) &ulpt_gdb_door"))
+        S.door_bp = DoorWatchpoint(slot)
+        gdb.selected_inferior().write_memory(S.door, DOOR_ON.pack(DOOR_WATCHED))
+    except (gdb.error, gdb.MemoryError):
+        close_door()
+
+
+def close_door():
+    """No door: the agent's hits go to the trap stub (before a resume only)."""
+    if S.door_bp is not None and S.door_bp.is_valid():
+        S.door_bp.delete()
+    if S.door_bp is not None and S.door is not None and inferior_live():
         try:
-            # The record of the last thread sent here, if it is this one: no registers
-            # read (FS_BASE would make GDB build the stub's frame, most of stop()'s time
-            # once the PC is set), else through the thread pointer.
-            inf = gdb.selected_inferior()
-            tid, addr = LAST.unpack(bytes(inf.read_memory(S.last, LAST.size)))
-            if tid != gdb.selected_thread().ptid[1]:
-                addr = int(gdb.newest_frame().read_register("fs_base")) + S.tpoff
-            rec = REC.unpack(bytes(inf.read_memory(addr, REC.size)))
-            resume, ip, n = rec[0], rec[1], min(rec[2], 8)
-            # GDB_STEPPED: its single step covered the access; GDB_STEP_END (mprotect): GDB
-            # waits at the access for the signal handler's return, and its step ends here,
-            # as StopBreakpoint.step_end decides.
-            stepping = rec[3] & 1 != 0
-            step_end = rec[3] & 2 != 0 and not breakpoint_at(ip)
-            set_pc(resume)
-        except (gdb.error, gdb.MemoryError, TypeError):
-            return False        # the stub's own code goes on to the program
-        hits = []
-        for k in range(n):
-            w = S.by_agent.get(rec[4 + 2 * k])
-            kind = rec[5 + 2 * k] & 0xffffffff
-            data = read_bytes(w.addr, w.size) if w is not None else None
-            if StopBreakpoint.decide(w, kind, data):
-                hits.append((w, kind, data))
-        th = gdb.selected_thread()
-        if hits and breakpoint_at(resume):
-            # A breakpoint at the next instruction: the stop there shows both, as GDB's own
-            # watchpoint's does (the program traps there at once).
-            p = S.pending.get(th.global_num)
-            if p is None:
-                p = S.pending[th.global_num] = Pending(resume, th.num)
-            p.hits.extend(hits)
-            return False
-        reports = take_reports(hits)
-        if not reports and not stepping and not step_end:
-            return False
-        set_commands(self, reports)
-        S.last_reports = reports
-        S.step_from = ip if step_end else 0
-        return True
+            gdb.selected_inferior().write_memory(S.door, DOOR_ON.pack(0))
+        except (gdb.error, gdb.MemoryError):
+            pass
+    S.door_bp = None
 
 
 class SignalBreakpoint(gdb.Breakpoint):
@@ -573,8 +667,8 @@ def on_stop(event):
             f.select()
         gdb.write("\nProgram received signal SIGSEGV, Segmentation fault.\n" + frame_text())
         return
-    if reports is None or not any(isinstance(b, (ResumeBreakpoint, TrapBreakpoint))
-                                  for b in event.breakpoints):
+    ours = (ResumeBreakpoint, TrapBreakpoint, DoorWatchpoint)
+    if reports is None or not any(isinstance(b, ours) for b in event.breakpoints):
         return
     if not reports:         # a step of GDB's that ended here: where, as after a step
         gdb.write(step_text(step_from) if step_from else frame_text())
@@ -630,13 +724,13 @@ def on_exited(event):
     S.checked_pid = 0
     delete_done()
     # The breakpoints in the agent go with its process; the next one's start makes them anew.
-    for bp in (S.stop_bp, S.ready_bp, S.signal_bp, S.trap_bp):
+    for bp in (S.stop_bp, S.ready_bp, S.signal_bp, S.trap_bp, S.door_bp):
         if bp is not None and bp.is_valid():
             bp.delete()
-    S.stop_bp = S.ready_bp = S.signal_bp = S.trap_bp = None
+    S.stop_bp = S.ready_bp = S.signal_bp = S.trap_bp = S.door_bp = None
     S.mprotect = False
     S.backend = 0
-    S.tpoff = S.last = None
+    S.tpoff = S.last = S.door = None
     for p in S.pending.values():
         if p.bp.is_valid():
             p.bp.delete()

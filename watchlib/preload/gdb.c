@@ -39,7 +39,10 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <string.h>
+#include <unistd.h>
 #include "agent.h"
 
 #define GDB_API __attribute__((visibility("default"), used))
@@ -48,7 +51,7 @@
 __thread struct gdb_after gdb_after __attribute__((tls_model("initial-exec")));
 
 /* Read by the extension: the interface it was written for. */
-GDB_API const int ulpt_gdb_version = 3;
+GDB_API const int ulpt_gdb_version = 4;
 
 /* Per watchpoint id: what filters its hits before they stop (ids are watchlib's, dense from
  * 0; the table is address space committed as touched). */
@@ -81,14 +84,59 @@ GDB_API struct { int64_t tid; uint64_t rec; } ulpt_gdb_last;
 #define GDB_STEP_END 2          /* mprotect: GDB waits at the access (its int3 there) for the
 				 * handler to return: the step ends at the stub's resume */
 
-/* Goes on at the record's resume with every register as it was (the program's): past the
- * red zone, the target on the stack, RAX back, and a return that drops both. No flag
- * changes. The nop is where the extension's breakpoint goes. */
+
+/*
+ * The door (ULPT backend): a hit's stop with no breakpoint and no PC to write. The extension
+ * keeps a hardware access watchpoint of GDB's on door_slot (8 bytes, alone in their line),
+ * and the after-call sends the program through ulpt_gdb_door: every register the program's,
+ * one indirect jump that reads door_slot, where the agent put the program's next instruction.
+ * The debug register traps once the jump has completed, so GDB stops at the program's next
+ * instruction, as at its own hardware watchpoint: the PC is never written, which in the guest
+ * was about 2.4 ms of the trap stub's 3.2 ms of extension time a stop (the frame that GDB
+ * looks for again after a register write). The agent writes door_slot through /proc/self/mem,
+ * which the debug register does not see (the kernel writes the page through its own mapping):
+ * a store of the agent's would trap in the agent.
+ *
+ * ulpt_gdb_door.on: 0 no door; 1 the extension has its watchpoint on the slot (it writes 1);
+ * 3 the agent is trying it (the first hit after 1): the jump lands at door_probe_back, which
+ * goes on to the trap stub, and the extension, if its watchpoint trapped there, writes 2; 2 it
+ * traps: every hit that can goes through the door. So a machine whose debug registers never
+ * trap (some virtual machines') keeps the trap stub, and its first hit still stops there.
+ * One thread at a time goes through: ulpt_gdb_door.lock holds its id from the after-call to
+ * the stop, where the extension frees it (at the trap stub too, after a probe that did not
+ * trap). Another thread's hit meanwhile, a hit inside GDB's single step, and one whose next
+ * instruction has a breakpoint (its int3 is in the code: GDB's stop there shows both, as at
+ * the trap stub) take the trap stub. A lock that no stop frees (no debugger any more, a
+ * forked child) leaves every later hit on the trap stub, which needs none.
+ */
+GDB_API struct { int on, lock; } ulpt_gdb_door;
+static uint64_t door_slot __attribute__((aligned(64), used));
+GDB_API uint64_t *const ulpt_gdb_door_slot = &door_slot;
+static int door_fd = -1;
+#define DOOR_PROBE 1
+#define DOOR_PASS 2
+
+/*
+ * Where the program's stops are, a page of their own: GDB takes its breakpoints out of the code
+ * at every stop and puts them back to go on, and QEMU drops the translated code of a page whose
+ * bytes change. Beside the agent's fault path, that made every hit translate it again.
+ *
+ * ulpt_gdb_trap goes on at the record's resume with every register as it was (the program's):
+ * past the red zone, the target on the stack, RAX back, and a return that drops both. No flag
+ * changes. The nop is where the extension's breakpoint goes. ulpt_gdb_door_jump is the door
+ * (above); a probe's jump lands at ulpt_gdb_door_probe_back, which goes on to the trap stub
+ * (by its local label: no PLT, no register). ulpt_gdb_stop and ulpt_gdb_ready (below) return
+ * at once; the extension's breakpoints are on their first instruction.
+ */
 void ulpt_gdb_trap(void);
-__asm__(".text\n"
+void ulpt_gdb_door_jump(void);
+extern char ulpt_gdb_door_probe_back[];
+__asm__(".pushsection .text.ulpt_gdb_stops, \"ax\", @progbits\n"
+	".balign 4096\n"
 	".globl ulpt_gdb_trap\n"
 	".type ulpt_gdb_trap, @function\n"
 	"ulpt_gdb_trap:\n"
+	"trap_local:\n"
 	"	nop\n"
 	"	leaq -128(%rsp), %rsp\n"
 	"	pushq %rax\n"
@@ -96,24 +144,76 @@ __asm__(".text\n"
 	"	movq %fs:(%rax), %rax\n"
 	"	xchgq %rax, (%rsp)\n"
 	"	ret $128\n"
-	".size ulpt_gdb_trap, . - ulpt_gdb_trap\n");
+	".size ulpt_gdb_trap, . - ulpt_gdb_trap\n"
+	".globl ulpt_gdb_door_jump\n"
+	".type ulpt_gdb_door_jump, @function\n"
+	"ulpt_gdb_door_jump:\n"
+	"	jmp *door_slot(%rip)\n"
+	".size ulpt_gdb_door_jump, . - ulpt_gdb_door_jump\n"
+	".globl ulpt_gdb_door_probe_back\n"
+	"ulpt_gdb_door_probe_back:\n"
+	"	jmp trap_local\n"
+	".globl ulpt_gdb_stop\n"
+	".type ulpt_gdb_stop, @function\n"
+	"ulpt_gdb_stop:\n"
+	"	.cfi_startproc\n"
+	"	ret\n"
+	"	.cfi_endproc\n"
+	".size ulpt_gdb_stop, . - ulpt_gdb_stop\n"
+	".globl ulpt_gdb_ready\n"
+	".type ulpt_gdb_ready, @function\n"
+	"ulpt_gdb_ready:\n"
+	"	.cfi_startproc\n"
+	"	ret\n"
+	"	.cfi_endproc\n"
+	".size ulpt_gdb_ready, . - ulpt_gdb_ready\n"
+	".balign 4096\n"
+	".popsection\n");
+
+/* Whether this hit's stop goes through the door (DOOR_PASS), tries it (DOOR_PROBE) or takes
+ * the trap stub (0); the lock is taken for the first two. */
+static int door_take(const struct ulpt_fault *f, pid_t tid)
+{
+	int on = __atomic_load_n(&ulpt_gdb_door.on, __ATOMIC_ACQUIRE), none = 0;
+	uint8_t op = 0;
+
+	if ((on != 1 && on != 2) || door_fd < 0 || (gdb_after.stepping & 1))
+		return 0;
+	wl_read_bytes(f->next_ip, &op, 1);
+	if (op == 0xcc)
+		return 0;
+	if (!__atomic_compare_exchange_n(&ulpt_gdb_door.lock, &none, (int)tid, 0,
+					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return 0;
+	if (on == 1 && !__atomic_compare_exchange_n(&ulpt_gdb_door.on, &on, 3, 0,
+						    __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		goto none;
+	uintptr_t to = on == 1 ? (uintptr_t)ulpt_gdb_door_probe_back : f->next_ip;
+	if (pwrite(door_fd, &to, sizeof(to), (off_t)(uintptr_t)&door_slot) != sizeof(to))
+		goto none;
+	return on == 1 ? DOOR_PROBE : DOOR_PASS;
+none:
+	__atomic_store_n(&ulpt_gdb_door.lock, 0, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* A forked child is no debugger's (GDB follows one process, and debug registers are not
+ * inherited): its hits take the trap stub. */
+static void door_fork_child(void)
+{
+	ulpt_gdb_door.on = 0;
+	ulpt_gdb_door.lock = 0;
+}
 
 /* The breakpoint's place on the mprotect backend. Its arguments stay in RDI, RSI and RDX at
  * its first instruction, where the extension's breakpoint is: the hit, whether GDB's single
  * step covered the access (the step is then over: see the top), and the program's next
  * instruction (0: not known, the extension finds it by unwinding). */
-GDB_API __attribute__((noinline)) void ulpt_gdb_stop(const struct wl_hit *hit, int stepping,
-						     uintptr_t resume, uintptr_t ip)
-{
-	__asm__ volatile("" : : "D"(hit), "S"(stepping), "d"(resume), "c"(ip) : "memory");
-}
+void ulpt_gdb_stop(const struct wl_hit *hit, int stepping, uintptr_t resume, uintptr_t ip);
 
 /* The agent has started (its constructor's end): the extension's breakpoint here sets the
  * watchpoints made before the program ran. */
-GDB_API __attribute__((noinline)) void ulpt_gdb_ready(void)
-{
-	__asm__ volatile("" : : : "memory");
-}
+void ulpt_gdb_ready(void);
 
 static void gdb_hit(const struct wl_hit *h, void *arg)
 {
@@ -145,7 +245,8 @@ static void gdb_hit(const struct wl_hit *h, void *arg)
 			r->resume = f->next_ip;
 			r->ip = f->ip;
 			r->n = 0;
-			f->next_ip = (uintptr_t)ulpt_gdb_trap;
+			f->next_ip = door_take(f, h->tid) ? (uintptr_t)ulpt_gdb_door_jump
+							  : (uintptr_t)ulpt_gdb_trap;
 			ulpt_gdb_last.rec = (uintptr_t)r;
 			ulpt_gdb_last.tid = h->tid;
 		}
@@ -197,6 +298,8 @@ static int gdb_start(void)
 			return -ENOMEM;
 		__asm__("movq %%fs:0, %0" : "=r"(tp));     /* the TCB's self pointer */
 		ulpt_gdb_rec_tpoff = (long)((uintptr_t)&gdb_rec - tp);
+		door_fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+		pthread_atfork(NULL, NULL, door_fork_child);
 	}
 	return wl_set_callback(gdb_hit, NULL);
 }
