@@ -58,6 +58,11 @@ class Watch:
     def title(self):
         return "-location " + self.expr if self.location else self.expr
 
+    @property
+    def silent(self):
+        """GDB's `silent' first in its commands: a stop prints nothing of its own."""
+        return bool(self.commands) and self.commands.lstrip().split("\n", 1)[0].strip() == "silent"
+
     def value(self, data=None):
         """The value as GDB prints it (value_print, as in a watchpoint's report)."""
         if data is None:
@@ -174,6 +179,11 @@ def agent_watch(w):
         ensure_stop_bp()
         if backend == 1:
             open_door()
+        # The agent has started: its start's breakpoint has served, and would cost a write of
+        # the program's code at each stop and resume.
+        if S.ready_bp is not None:
+            S.done.append(S.ready_bp)
+            S.ready_bp = None
         S.checked_pid = pid
     mode = KINDS[w.kind][0] | (GDB_CHANGES if w.kind == "watch" else 0)
     tid = 0
@@ -356,10 +366,12 @@ def take_reports(hits):
 
 
 def set_commands(bp, reports):
-    """The stop's breakpoint runs the commands of the watchpoints it reports."""
+    """The stop's breakpoint runs the commands of the watchpoints it reports. What it has is
+    kept beside it: reading bp.commands makes GDB print them, a good part of a stop's time."""
     cmds = "\n".join(w.commands for w, _, _, _ in reports if w.commands)
-    if cmds != (bp.commands or ""):
+    if cmds != getattr(bp, "ulpt_commands", None):
         bp.commands = cmds
+        bp.ulpt_commands = cmds
 
 
 class StopBreakpoint(gdb.Breakpoint):
@@ -481,16 +493,15 @@ def set_pc(pc):
 REC = struct.Struct("<QQII16i")
 # struct ulpt_gdb_last (gdb.c): a thread id, its record's address.
 LAST = struct.Struct("<qQ")
-# ulpt_gdb_door (gdb.c): on, lock; on's states.
-DOOR = struct.Struct("<ii")
+# struct gdb_door (gdb.c): on, lock, wanted, n, resume, ip, then 8 hits of (id, kind, value).
+DOOR = struct.Struct("<iiiIQQ" + "iI8s" * 8)
 DOOR_ON = struct.Struct("<i")
 DOOR_WATCHED, DOOR_TRAPS, DOOR_PROBING = 1, 2, 3
 
 
-def record_stop(bp, door):
-    """A hit's stop at the trap stub or at the door (gdb.c): reads the thread's record, and
-    decides. At the stub the PC moves to the program's next instruction; at the door it is
-    there already."""
+def record_stop(bp):
+    """A hit's stop at the trap stub (gdb.c): reads the thread's record, moves the PC to the
+    program's next instruction, and decides."""
     try:
         # The record of the last thread sent here, if it is this one: no registers
         # read (FS_BASE would make GDB build the stub's frame, most of stop()'s time
@@ -506,8 +517,7 @@ def record_stop(bp, door):
         # as StopBreakpoint.step_end decides.
         stepping = rec[3] & 1 != 0
         step_end = rec[3] & 2 != 0 and not breakpoint_at(ip)
-        if not door:
-            set_pc(resume)
+        set_pc(resume)
     except (gdb.error, gdb.MemoryError, TypeError):
         return False        # the stub's own code goes on to the program
     hits = []
@@ -518,15 +528,19 @@ def record_stop(bp, door):
         if StopBreakpoint.decide(w, kind, data):
             hits.append((w, kind, data))
     th = gdb.selected_thread()
-    if hits and not door and breakpoint_at(resume):
+    if hits and breakpoint_at(resume):
         # A breakpoint at the next instruction: the stop there shows both, as GDB's own
-        # watchpoint's does (the program traps there at once). The agent never sends such
-        # a hit through the door.
+        # watchpoint's does (the program traps there at once).
         p = S.pending.get(th.global_num)
         if p is None:
             p = S.pending[th.global_num] = Pending(resume, th.num)
         p.hits.extend(hits)
         return False
+    return decided(bp, hits, stepping, step_end, ip)
+
+
+def decided(bp, hits, stepping=False, step_end=False, ip=0):
+    """The stop of bp for hits (watchpoint, kind, value now), if one reports or a step ends."""
     reports = take_reports(hits)
     if not reports and not stepping and not step_end:
         return False
@@ -548,23 +562,22 @@ class TrapBreakpoint(gdb.Breakpoint):
 
     def stop(self):
         if S.door_bp is not None:
-            door_free(None)         # a probe of the door that did not trap
-        return record_stop(self, False)
+            door_check()
+        return record_stop(self)
 
 
-def door_free(on):
-    """Frees the door (gdb.c: ulpt_gdb_door) if this thread holds it, and writes on if not
-    None. Returns the state it read."""
+def door_check():
+    """At the trap stub: frees the door (gdb.c: ulpt_gdb_door) if this thread holds it (a
+    probe that did not trap, a step), or if another thread wants it and its holder has
+    exited."""
     inf = gdb.selected_inferior()
     try:
-        was, lock = DOOR.unpack(bytes(inf.read_memory(S.door, DOOR.size)))
-        if lock == gdb.selected_thread().ptid[1]:
-            inf.write_memory(S.door + 4, b"\0\0\0\0")
-        if on is not None:
-            inf.write_memory(S.door, DOOR_ON.pack(on))
-        return was
+        _, lock, wanted = struct.unpack("<iii", bytes(inf.read_memory(S.door, 12)))
+        if lock and (lock == gdb.selected_thread().ptid[1] or
+                     wanted and all(t.ptid[1] != lock for t in inf.threads())):
+            inf.write_memory(S.door + 4, b"\0" * 8)
     except (gdb.error, gdb.MemoryError):
-        return None
+        pass
 
 
 class DoorWatchpoint(gdb.Breakpoint):
@@ -579,10 +592,27 @@ class DoorWatchpoint(gdb.Breakpoint):
         self.silent = True
 
     def stop(self):
-        if door_free(None) == DOOR_PROBING:
-            door_free(DOOR_TRAPS)
+        # The whole record in one read: the stop's cost is mostly GDB's, per call.
+        inf = gdb.selected_inferior()
+        try:
+            d = DOOR.unpack(bytes(inf.read_memory(S.door, DOOR.size)))
+            if d[0] == DOOR_PROBING:
+                inf.write_memory(S.door, DOOR_ON.pack(DOOR_TRAPS) + b"\0" * 8)
+                return False        # the probe goes on to the trap stub
+            if d[2]:
+                inf.write_memory(S.door + 4, b"\0" * 8)     # for the thread that wants it
+        except (gdb.error, gdb.MemoryError):
             return False
-        return record_stop(self, True)
+        hits = []
+        for k in range(min(d[3], 8)):
+            w = S.by_agent.get(d[6 + 3 * k])
+            kind = d[7 + 3 * k] & 0xffffffff
+            data = None
+            if w is not None:
+                data = d[8 + 3 * k][:w.size] if w.size <= 8 else read_bytes(w.addr, w.size)
+            if StopBreakpoint.decide(w, kind, data):
+                hits.append((w, kind, data))
+        return decided(self, hits)
 
 
 def open_door():
@@ -653,6 +683,12 @@ def on_cont(event):
 
 
 def on_stop(event):
+    # One handler for the stop event: each costs GDB a call into Python at every stop.
+    report_stop(event)
+    on_stop_scope(event)
+
+
+def report_stop(event):
     delete_done()
     if not S.calling:
         drop_proxy()
@@ -667,17 +703,23 @@ def on_stop(event):
             f.select()
         gdb.write("\nProgram received signal SIGSEGV, Segmentation fault.\n" + frame_text())
         return
+    # Whether the stop is one of ours: looked at only when it prints (event.breakpoints is
+    # made for each look).
     ours = (ResumeBreakpoint, TrapBreakpoint, DoorWatchpoint)
-    if reports is None or not any(isinstance(b, ours) for b in event.breakpoints):
+    if reports is None or all(w.silent for w, _, _, _ in reports) and reports:
+        return
+    if not any(isinstance(b, ours) for b in event.breakpoints):
         return
     if not reports:         # a step of GDB's that ended here: where, as after a step
         gdb.write(step_text(step_from) if step_from else frame_text())
         return
     out = []
-    prefix = thread_prefix()
+    prefix = None
     for w, kind, old, data in reports:
-        if w.commands and w.commands.lstrip().split("\n", 1)[0].strip() == "silent":
+        if w.silent:
             continue                # GDB's `silent': the commands say what to
+        if prefix is None:
+            prefix = thread_prefix()
         out.append("\n%s%s %d: %s\n\n" % (prefix, KINDS[w.kind][1], w.num, w.title()))
         if kind == WL_WRITE and old != data:
             out.append("Old value = %s\nNew value = %s\n" % (w.value(old), w.value(data)))
@@ -1085,7 +1127,6 @@ S.scope_ended = None
 gdb.execute("set displaced-stepping off")
 gdb.events.stop.connect(on_stop)
 gdb.events.cont.connect(on_cont)
-gdb.events.stop.connect(on_stop_scope)
 gdb.events.exited.connect(on_exited)
 gdb.events.new_objfile.connect(on_new_objfile)
 gdb.events.breakpoint_modified.connect(on_modified)

@@ -60,6 +60,8 @@ GDB_API const int ulpt_gdb_version = 4;
 static struct filter {
 	uint32_t changes;           /* stop for a write only if it changed the watched bytes */
 	pid_t tid;                  /* 0, or the one thread whose accesses stop */
+	uintptr_t addr;             /* the watched bytes, for the door's record of their value */
+	size_t len;
 } *filters;
 
 /* The thread's stop record (ULPT backend), read by the extension at ulpt_gdb_trap through
@@ -80,6 +82,7 @@ GDB_API long ulpt_gdb_rec_tpoff;        /* &gdb_rec - the thread pointer, the sa
  * FS_BASE. */
 GDB_API struct { int64_t tid; uint64_t rec; } ulpt_gdb_last;
 #define AFTER_STOP 2            /* gdb_after.stepping: this after-call stops at the stub */
+#define AFTER_DOOR 4            /* ... through the door, its hits in ulpt_gdb_door */
 #define GDB_STEPPED 1           /* gdb_rec.stepping: GDB's single step covered the access */
 #define GDB_STEP_END 2          /* mprotect: GDB waits at the access (its int3 there) for the
 				 * handler to return: the step ends at the stub's resume */
@@ -102,14 +105,26 @@ GDB_API struct { int64_t tid; uint64_t rec; } ulpt_gdb_last;
  * goes on to the trap stub, and the extension, if its watchpoint trapped there, writes 2; 2 it
  * traps: every hit that can goes through the door. So a machine whose debug registers never
  * trap (some virtual machines') keeps the trap stub, and its first hit still stops there.
- * One thread at a time goes through: ulpt_gdb_door.lock holds its id from the after-call to
- * the stop, where the extension frees it (at the trap stub too, after a probe that did not
- * trap). Another thread's hit meanwhile, a hit inside GDB's single step, and one whose next
- * instruction has a breakpoint (its int3 is in the code: GDB's stop there shows both, as at
- * the trap stub) take the trap stub. A lock that no stop frees (no debugger any more, a
- * forked child) leaves every later hit on the trap stub, which needs none.
+ * One thread at a time goes through: ulpt_gdb_door.lock holds its id from the after-call on.
+ * A thread that finds its own id there has been through (it runs again) and goes on holding
+ * it; another thread takes the trap stub and sets wanted, and the extension frees the lock at
+ * the holder's next stop (or at a trap stub's stop, after a probe that did not trap, or once
+ * the holder has exited): a stop in a single-threaded program writes nothing. A hit inside
+ * GDB's single step, and one whose next instruction has a breakpoint (its int3 is in the
+ * code: GDB's stop there shows both, as at the trap stub) take the trap stub too. A lock that
+ * no stop frees (no debugger any more, a forked child) leaves every later hit of the other
+ * threads on the trap stub, which needs none. The door's record is ulpt_gdb_door itself
+ * (under the lock): with the watched values, so that a stop reads the program once.
  */
-GDB_API struct { int on, lock; } ulpt_gdb_door;
+#define DOOR_VALUE 8            /* the bytes of a watched value that the record holds */
+GDB_API struct gdb_door {
+	int32_t on;                 /* the states above */
+	int32_t lock;               /* the thread on its way through, 0: none */
+	int32_t wanted;             /* another thread found it taken: free it at the stop */
+	uint32_t n;                 /* hits below */
+	uint64_t resume, ip;        /* the program's next instruction, the one that hit */
+	struct { int32_t id; uint32_t kind; uint8_t value[DOOR_VALUE]; } hits[GDB_REC_HITS];
+} ulpt_gdb_door;
 static uint64_t door_slot __attribute__((aligned(64), used));
 GDB_API uint64_t *const ulpt_gdb_door_slot = &door_slot;
 static int door_fd = -1;
@@ -182,9 +197,12 @@ static int door_take(const struct ulpt_fault *f, pid_t tid)
 	wl_read_bytes(f->next_ip, &op, 1);
 	if (op == 0xcc)
 		return 0;
-	if (!__atomic_compare_exchange_n(&ulpt_gdb_door.lock, &none, (int)tid, 0,
-					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+	if (__atomic_load_n(&ulpt_gdb_door.lock, __ATOMIC_ACQUIRE) != (int)tid &&
+	    !__atomic_compare_exchange_n(&ulpt_gdb_door.lock, &none, (int)tid, 0,
+					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+		__atomic_store_n(&ulpt_gdb_door.wanted, 1, __ATOMIC_RELAXED);
 		return 0;
+	}
 	if (on == 1 && !__atomic_compare_exchange_n(&ulpt_gdb_door.on, &on, 3, 0,
 						    __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 		goto none;
@@ -241,14 +259,34 @@ static void gdb_hit(const struct wl_hit *h, void *arg)
 		struct gdb_rec *r = &gdb_rec;
 
 		if (!(gdb_after.stepping & AFTER_STOP)) {
+			int door = door_take(f, h->tid);
+
 			gdb_after.stepping |= AFTER_STOP;
-			r->resume = f->next_ip;
-			r->ip = f->ip;
-			r->n = 0;
-			f->next_ip = door_take(f, h->tid) ? (uintptr_t)ulpt_gdb_door_jump
-							  : (uintptr_t)ulpt_gdb_trap;
-			ulpt_gdb_last.rec = (uintptr_t)r;
-			ulpt_gdb_last.tid = h->tid;
+			if (door == DOOR_PASS) {
+				gdb_after.stepping |= AFTER_DOOR;
+				ulpt_gdb_door.resume = f->next_ip;
+				ulpt_gdb_door.ip = f->ip;
+				ulpt_gdb_door.n = 0;
+			} else {
+				r->resume = f->next_ip;
+				r->ip = f->ip;
+				r->n = 0;
+				ulpt_gdb_last.rec = (uintptr_t)r;
+				ulpt_gdb_last.tid = h->tid;
+			}
+			f->next_ip = door ? (uintptr_t)ulpt_gdb_door_jump : (uintptr_t)ulpt_gdb_trap;
+		}
+		if (gdb_after.stepping & AFTER_DOOR) {
+			struct gdb_door *d = &ulpt_gdb_door;
+
+			if (d->n < GDB_REC_HITS) {
+				d->hits[d->n].id = h->id;
+				d->hits[d->n].kind = h->kind;
+				wl_read_bytes(flt->addr, d->hits[d->n].value,
+					      flt->len < DOOR_VALUE ? flt->len : DOOR_VALUE);
+				d->n++;
+			}
+			return;
 		}
 		r->stepping = gdb_after.stepping & 1 ? GDB_STEPPED : 0;
 		if (r->n < GDB_REC_HITS)
@@ -320,7 +358,8 @@ GDB_API int ulpt_gdb_watch(uintptr_t addr, size_t len, unsigned mode, pid_t tid)
 	if (r >= 0)
 		r = wl_watch((const void *)addr, len, mode & WL_RW);
 	if (r >= 0 && (unsigned)r < GDB_IDS)
-		filters[r] = (struct filter){ .changes = mode & GDB_CHANGES, .tid = tid };
+		filters[r] = (struct filter){ .changes = mode & GDB_CHANGES, .tid = tid,
+					      .addr = addr, .len = len };
 	in_agent--;
 	return r;
 }
