@@ -30,6 +30,7 @@
  * SPDX-License-Identifier: MIT
  */
 #define _GNU_SOURCE
+#include <emmintrin.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -60,25 +61,57 @@ static void push(uint32_t id)
 		lk.work[lk.nwork++] = id;
 }
 
-/* The aligned words of [p, p + n) (memory already readable here). */
+/* One word: marks the live block it points into (its start or inside it), if any. */
+static inline __attribute__((always_inline)) void mark_word(uintptr_t v, int tag)
+{
+	uint32_t id;
+	const struct blk *b;
+
+	if (!in_arena(v))
+		return;
+	id = __atomic_load_n(&ag.owner[line_of(v)], __ATOMIC_RELAXED);
+	if (!id || id >= lk.nblocks || id == lk.source || id == lk.leader || lk.mark[id] & 3)
+		return;
+	b = &ag.blocks[id];
+	if (b->state != BLK_LIVE || v < b->user || v - b->user >= (b->size ? b->size : 1))
+		return;
+	lk.mark[id] = (uint8_t)tag;
+	push(id);
+}
+
+/*
+ * The aligned words of [p, p + n) (memory already readable here). Most words point nowhere
+ * near the arena: four at a time are first compared, by their bits from 36 up, with the
+ * arena's (ARENA_BYTES is 2^36, so its words have one of two such values), in SSE2 registers,
+ * and only a group with a candidate is looked at word by word: a third of the instructions
+ * of a word-by-word scan, which a program with a large heap (xz) spent most of its check on.
+ */
+#define ARENA_SHIFT 36
+_Static_assert(ARENA_BYTES == 1ull << ARENA_SHIFT, "the arena's high bits");
 static void scan_words(const uintptr_t *p, size_t n, int tag)
 {
-	for (size_t i = 0; i < n / sizeof(*p); i++) {
-		uintptr_t v = p[i];
-		uint32_t id;
-		const struct blk *b;
+	const uintptr_t a = (uintptr_t)ag.arena;
+	const size_t nw = n / sizeof(*p);
+	size_t i = 0;
 
-		if (!in_arena(v))
-			continue;
-		id = __atomic_load_n(&ag.owner[line_of(v)], __ATOMIC_RELAXED);
-		if (!id || id >= lk.nblocks || id == lk.source || id == lk.leader || lk.mark[id] & 3)
-			continue;
-		b = &ag.blocks[id];
-		if (b->state != BLK_LIVE || v < b->user || v - b->user >= (b->size ? b->size : 1))
-			continue;
-		lk.mark[id] = (uint8_t)tag;
-		push(id);
+	if (!a)
+		return;
+	const __m128i k0 = _mm_set_epi32(0, (int)(a >> ARENA_SHIFT), 0, (int)(a >> ARENA_SHIFT));
+	const __m128i k1 = _mm_add_epi32(k0, _mm_set_epi32(0, 1, 0, 1));
+
+	for (; i + 4 <= nw; i += 4) {
+		__m128i x = _mm_srli_epi64(_mm_loadu_si128((const __m128i *)(p + i)), ARENA_SHIFT);
+		__m128i y = _mm_srli_epi64(_mm_loadu_si128((const __m128i *)(p + i + 2)), ARENA_SHIFT);
+		__m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi32(x, k0), _mm_cmpeq_epi32(x, k1)),
+					 _mm_or_si128(_mm_cmpeq_epi32(y, k0), _mm_cmpeq_epi32(y, k1)));
+
+		/* Each lane's high half compares 0 with 0: its mask bits are always set. */
+		if (__builtin_expect(_mm_movemask_epi8(m) & 0x0f0f, 0))
+			for (size_t k = i; k < i + 4; k++)
+				mark_word(p[k], tag);
 	}
+	for (; i < nw; i++)
+		mark_word(p[i], tag);
 }
 
 /* [lo, hi) through /proc/self/mem, in chunks; a chunk that cannot be read goes page by page
