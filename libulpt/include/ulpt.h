@@ -131,6 +131,12 @@ int ulpt_protect_bounds(void *addr, const struct ulpt_bounds *b);
  * component that shares pages with another that may have given them bounds of its own. */
 int ulpt_claim_bounds(void *addr, const struct ulpt_bounds *b);
 
+/* Memory libulpt mapped for itself (its fault records, the mprotect backend's alternate signal
+ * stack, the out-of-line page): 1 and the first such range that overlaps [lo, hi) in *rlo and
+ * *rhi, 0 if none does, -EINVAL for lo > hi or a NULL pointer. For a tool that walks the
+ * process's memory (a leak checker's roots) and must leave libulpt's own out. */
+int ulpt_owned(uintptr_t lo, uintptr_t hi, uintptr_t *rlo, uintptr_t *rhi);
+
 /* --- inline fast paths -------------------------------------------------------------------
  * On the ULPT backend a page's entry is two words in the table view: word 0 the page rights
  * and the address of its byte bounds, word 1 two bits per line (bit 2i: no read of line i,

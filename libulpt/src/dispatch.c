@@ -135,8 +135,10 @@ static void pool_init(void)
 	void *p = mmap(NULL, MAX_RECS * sizeof(struct records), PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
-	if (p != MAP_FAILED)
+	if (p != MAP_FAILED) {
 		pool = p;
+		ulpt_own_add_(p, MAX_RECS * sizeof(struct records));
+	}
 }
 
 static void recs_free(void *p)

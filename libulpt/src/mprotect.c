@@ -1258,8 +1258,12 @@ static void alt_stack(void)
 		return;
 	ss.ss_sp = mmap(NULL, ALT_STACK, PROT_READ | PROT_WRITE,
 			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (ss.ss_sp != MAP_FAILED && sigaltstack(&ss, NULL) != 0)
+	if (ss.ss_sp == MAP_FAILED)
+		return;
+	if (sigaltstack(&ss, NULL) != 0)
 		munmap(ss.ss_sp, ALT_STACK);
+	else
+		ulpt_own_add_(ss.ss_sp, ALT_STACK);
 }
 
 int ulpt_mprotect_init_(void)

@@ -367,6 +367,53 @@ int ulpt_protect_bounds(void *addr, const struct ulpt_bounds *b)
 	return r ? r : ops->bounds((uintptr_t)addr & ~(uintptr_t)(ULPT_PAGE_SIZE - 1), b);
 }
 
+/*
+ * libulpt's own mappings, for ulpt_owned(3): a fixed table of (start, end) pairs, each slot taken
+ * with a compare-and-swap, read without a lock (a reader may miss a mapping made meanwhile).
+ * A full table leaves a mapping out: a leak checker then only scans it.
+ */
+#define OWN_MAX 16
+static uintptr_t own[OWN_MAX][2];
+
+void ulpt_own_add_(const void *p, size_t len)
+{
+	for (int i = 0; i < OWN_MAX; i++) {
+		uintptr_t none = 0;
+		if (__atomic_compare_exchange_n(&own[i][0], &none, (uintptr_t)p, 0, __ATOMIC_ACQ_REL,
+						__ATOMIC_RELAXED)) {
+			__atomic_store_n(&own[i][1], (uintptr_t)p + len, __ATOMIC_RELEASE);
+			return;
+		}
+	}
+}
+
+void ulpt_own_del_(const void *p)
+{
+	for (int i = 0; i < OWN_MAX; i++)
+		if (__atomic_load_n(&own[i][0], __ATOMIC_ACQUIRE) == (uintptr_t)p) {
+			__atomic_store_n(&own[i][1], 0, __ATOMIC_RELEASE);
+			__atomic_store_n(&own[i][0], 0, __ATOMIC_RELEASE);
+			return;
+		}
+}
+
+int ulpt_owned(uintptr_t lo, uintptr_t hi, uintptr_t *rlo, uintptr_t *rhi)
+{
+	if (lo > hi || !rlo || !rhi)
+		return -EINVAL;
+	for (int i = 0; i < OWN_MAX; i++) {
+		uintptr_t a = __atomic_load_n(&own[i][0], __ATOMIC_ACQUIRE);
+		uintptr_t b = __atomic_load_n(&own[i][1], __ATOMIC_ACQUIRE);
+
+		if (a && b > a && a < hi && b > lo) {
+			*rlo = a;
+			*rhi = b;
+			return 1;
+		}
+	}
+	return 0;
+}
+
 int ulpt_claim_bounds(void *addr, const struct ulpt_bounds *b)
 {
 	int r = bounds_args(addr, b);

@@ -2339,6 +2339,47 @@ static int t_bounds_claim(void)
 	return 0;
 }
 
+/* Whether [lo, hi) is mapped, in one line of /proc/self/maps (the kernel may merge it with a
+ * neighbour of the same kind). */
+static int maps_has(uintptr_t lo, uintptr_t hi)
+{
+	char line[512];
+	FILE *f = fopen("/proc/self/maps", "r");
+	int found = 0;
+
+	while (f && !found && fgets(line, sizeof(line), f)) {
+		char *dash;
+		uintptr_t a = strtoull(line, &dash, 16), b = strtoull(dash + 1, NULL, 16);
+
+		found = a <= lo && hi <= b;
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* ulpt_owned: libulpt's fault records are its own mapping (on mprotect its alternate signal
+ * stack too), a page of the program's is not; EINVAL for bad arguments. */
+static int t_owned(void)
+{
+	volatile char *p = pages(1);
+	uintptr_t lo = 0, hi = 0, a = 0, b = 0;
+	stack_t ss;
+
+	CHECK(setup(ULPT_PERMIT) == 0, "setup");
+	CHECK(ulpt_owned(0, UINTPTR_MAX, &lo, &hi) == 1 && hi > lo, "a range of its own");
+	CHECK(maps_has(lo, hi), "mapped: 0x%lx-0x%lx", (unsigned long)lo, (unsigned long)hi);
+	CHECK(ulpt_owned(lo + 8, lo + 9, &a, &b) == 1 && a == lo && b == hi, "a byte inside it");
+	CHECK(ulpt_owned((uintptr_t)p, (uintptr_t)p + 4096, &a, &b) == 0, "the program's page: not");
+	CHECK(ulpt_owned(hi, hi, &a, &b) != 1 || a != lo, "an empty range at its end: not it");
+	if (backend == ULPT_BACKEND_MPROTECT && sigaltstack(NULL, &ss) == 0 && !(ss.ss_flags & SS_DISABLE))
+		CHECK(ulpt_owned((uintptr_t)ss.ss_sp, (uintptr_t)ss.ss_sp + 1, &a, &b) == 1 &&
+		      a == (uintptr_t)ss.ss_sp, "mprotect: the alternate signal stack");
+	CHECK(ulpt_owned(2, 1, &a, &b) == -EINVAL && ulpt_owned(0, 1, NULL, &b) == -EINVAL &&
+	      ulpt_owned(0, 1, &a, NULL) == -EINVAL, "lo > hi, NULL: EINVAL");
+	return 0;
+}
+
 /* Every bad argument is a negative errno, and changes nothing. */
 static int t_bounds_bad_arguments(void)
 {
@@ -2518,6 +2559,7 @@ static int t_bounds_rep(void)
 	X(bounds_keep, "byte bounds: ulpt_page_deny, ulpt_protect, ulpt_page_lines, ulpt_protect_line_word keep them; page rights are never opened") \
 	X(bounds_clear, "byte bounds: NULL clears them, and they can be set again") \
 	X(bounds_claim, "byte bounds: ulpt_claim_bounds sets a page's bounds only if it has none (EBUSY), EINVAL for bad arguments") \
+	X(owned, "ulpt_owned: libulpt's fault records (and on mprotect its alternate signal stack) are its own mappings, the program's are not; EINVAL for bad arguments") \
 	X(bounds_bad_arguments, "byte bounds: ENOSYS before ulpt_init, EINVAL for misaligned bounds or an uncovered page, nothing changed") \
 	X(bounds_log, "byte bounds with the access log: only accesses with a closed byte are logged, whole") \
 	X(bounds_count, "byte bounds with a count table: only accesses with a closed byte are counted") \

@@ -82,6 +82,6 @@ out=$("$ut" mprotect skip); r=$?
 check "ulpt-test mprotect skip runs its one check only" \
   test "$r:$(grep -cE '^(not )?ok' <<<"$out"):$(grep -c '^ok 1 - mprotect: skip: ' <<<"$out"):$(head -1 <<<"$out")" = "0:1:1:1..1"
 check "ulpt-test --list and wl-api --list name their tests" \
-  bash -c '"$1" --list | grep -qx step_ptrace && [ "$("$1" --list | wc -l)" = 63 ] && "$1" --list | grep -qx permit_signals && "$2" --list | grep -qx bad_args && [ "$("$2" --list | wc -l)" = 9 ]' _ "$ut" "$wa"
+  bash -c '"$1" --list | grep -qx step_ptrace && [ "$("$1" --list | wc -l)" = 64 ] && "$1" --list | grep -qx permit_signals && "$2" --list | grep -qx bad_args && [ "$("$2" --list | wc -l)" = 9 ]' _ "$ut" "$wa"
 check "ulpt-test and wl-api: an unknown name fails (Bail out!, status 2)" \
   bash -c '"$1" mprotect nosuch | grep -q "^Bail out!"; a=${PIPESTATUS[0]}; "$2" mprotect nosuch | grep -q "^Bail out!"; [ "$a:${PIPESTATUS[0]}" = 2:2 ]' _ "$ut" "$wa"
