@@ -80,9 +80,8 @@ int ulpt_view_ensure_handler_(void) HIDDEN;      /* ulpt.c: this thread enters t
 
 /* ool.c: the mprotect backend's out-of-line steps. */
 int ulpt_ool_init_(void) HIDDEN;
-/* ulpt_owned(3)'s ranges: a mapping of libulpt's own, and its end. */
+/* ulpt_owned(3)'s ranges: a mapping of libulpt's own (kept to the process's end). */
 void ulpt_own_add_(const void *p, size_t len) HIDDEN;
-void ulpt_own_del_(const void *p) HIDDEN;
 #define ULPT_OOL_DONE 1ul
 uintptr_t ulpt_ool_prepare_(uintptr_t ip, void *uc) HIDDEN;
 uintptr_t ulpt_ool_done_(uintptr_t rip, uintptr_t addr) HIDDEN;

@@ -387,16 +387,6 @@ void ulpt_own_add_(const void *p, size_t len)
 	}
 }
 
-void ulpt_own_del_(const void *p)
-{
-	for (int i = 0; i < OWN_MAX; i++)
-		if (__atomic_load_n(&own[i][0], __ATOMIC_ACQUIRE) == (uintptr_t)p) {
-			__atomic_store_n(&own[i][1], 0, __ATOMIC_RELEASE);
-			__atomic_store_n(&own[i][0], 0, __ATOMIC_RELEASE);
-			return;
-		}
-}
-
 int ulpt_owned(uintptr_t lo, uintptr_t hi, uintptr_t *rlo, uintptr_t *rhi)
 {
 	if (lo > hi || !rlo || !rhi)

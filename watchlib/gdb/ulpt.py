@@ -14,8 +14,8 @@
 # breakpoint (the PC has left it). Where the machine's debug registers trap, the stub is the
 # door instead: its last jump reads a slot that DoorWatchpoint, a hardware access watchpoint of
 # GDB's, watches, so the program stops at its next instruction with no PC to write (one
-# debug register: the trap stub serves when none is free). On the mprotect backend, a single step of GDB's that ran
-# into an access without a hit (and a hit without an after-call) goes through
+# debug register: the trap stub serves when none is free). On the mprotect backend, a single
+# step of GDB's that ran into an access without a hit (and a hit without an after-call) goes through
 # ulpt_gdb_stop: StopBreakpoint's stop() puts a thread-specific ResumeBreakpoint at the
 # program's next instruction, where the program stops once the agent's handler returns.
 # Either way bt, up,
@@ -495,6 +495,7 @@ REC = struct.Struct("<QQII16i")
 LAST = struct.Struct("<qQ")
 # struct gdb_door (gdb.c): on, lock, wanted, n, resume, ip, then 8 hits of (id, kind, value).
 DOOR = struct.Struct("<iiiIQQ" + "iI8s" * 8)
+DOOR_HEAD = struct.Struct("<iii")      # its on, lock and wanted
 DOOR_ON = struct.Struct("<i")
 DOOR_WATCHED, DOOR_TRAPS, DOOR_PROBING = 1, 2, 3
 
@@ -572,7 +573,7 @@ def door_check():
     exited."""
     inf = gdb.selected_inferior()
     try:
-        _, lock, wanted = struct.unpack("<iii", bytes(inf.read_memory(S.door, 12)))
+        _, lock, wanted = DOOR_HEAD.unpack(bytes(inf.read_memory(S.door, DOOR_HEAD.size)))
         if lock and (lock == gdb.selected_thread().ptid[1] or
                      wanted and all(t.ptid[1] != lock for t in inf.threads())):
             inf.write_memory(S.door + 4, b"\0" * 8)
@@ -616,8 +617,8 @@ class DoorWatchpoint(gdb.Breakpoint):
 
 
 def open_door():
-    """The door's watchpoint, once per process (the agent tries it at the first hit). None if
-    no debug register is left for it: the trap stub serves every hit."""
+    """The door's watchpoint, once per process (the agent tries it at the first hit); none if
+    no debug register is left for it: the trap stub then serves every hit."""
     if hw_in_use() >= 4:
         return
     try:
@@ -706,7 +707,7 @@ def report_stop(event):
     # Whether the stop is one of ours: looked at only when it prints (event.breakpoints is
     # made for each look).
     ours = (ResumeBreakpoint, TrapBreakpoint, DoorWatchpoint)
-    if reports is None or all(w.silent for w, _, _, _ in reports) and reports:
+    if reports is None or reports and all(w.silent for w, _, _, _ in reports):
         return
     if not any(isinstance(b, ours) for b in event.breakpoints):
         return

@@ -87,11 +87,10 @@ GDB_API struct { int64_t tid; uint64_t rec; } ulpt_gdb_last;
 #define GDB_STEP_END 2          /* mprotect: GDB waits at the access (its int3 there) for the
 				 * handler to return: the step ends at the stub's resume */
 
-
 /*
  * The door (ULPT backend): a hit's stop with no breakpoint and no PC to write. The extension
  * keeps a hardware access watchpoint of GDB's on door_slot (8 bytes, alone in their line),
- * and the after-call sends the program through ulpt_gdb_door: every register the program's,
+ * and the after-call sends the program through ulpt_gdb_door_jump: every register the program's,
  * one indirect jump that reads door_slot, where the agent put the program's next instruction.
  * The debug register traps once the jump has completed, so GDB stops at the program's next
  * instruction, as at its own hardware watchpoint: the PC is never written, which in the guest
@@ -100,11 +99,12 @@ GDB_API struct { int64_t tid; uint64_t rec; } ulpt_gdb_last;
  * which the debug register does not see (the kernel writes the page through its own mapping):
  * a store of the agent's would trap in the agent.
  *
- * ulpt_gdb_door.on: 0 no door; 1 the extension has its watchpoint on the slot (it writes 1);
- * 3 the agent is trying it (the first hit after 1): the jump lands at door_probe_back, which
- * goes on to the trap stub, and the extension, if its watchpoint trapped there, writes 2; 2 it
- * traps: every hit that can goes through the door. So a machine whose debug registers never
- * trap (some virtual machines') keeps the trap stub, and its first hit still stops there.
+ * ulpt_gdb_door.on: 0 no door; DOOR_WATCHED the extension has its watchpoint on the slot (it
+ * writes it); DOOR_PROBING the agent is trying it (the first hit after that): the jump lands at
+ * ulpt_gdb_door_probe_back, which goes on to the trap stub, and the extension, if its
+ * watchpoint trapped there, writes DOOR_TRAPS: every hit that can goes through the door. So a
+ * machine whose debug registers never trap (some virtual machines') keeps the trap stub, and
+ * its first hit still stops there.
  * One thread at a time goes through: ulpt_gdb_door.lock holds its id from the after-call on.
  * A thread that finds its own id there has been through (it runs again) and goes on holding
  * it; another thread takes the trap stub and sets wanted, and the extension frees the lock at
@@ -128,8 +128,8 @@ GDB_API struct gdb_door {
 static uint64_t door_slot __attribute__((aligned(64), used));
 GDB_API uint64_t *const ulpt_gdb_door_slot = &door_slot;
 static int door_fd = -1;
-#define DOOR_PROBE 1
-#define DOOR_PASS 2
+enum { DOOR_WATCHED = 1, DOOR_TRAPS = 2, DOOR_PROBING = 3 };  /* .on; the extension's too */
+enum { DOOR_PROBE = 1, DOOR_PASS = 2 };                         /* door_take's answers */
 
 /*
  * Where the program's stops are, a page of their own: GDB takes its breakpoints out of the code
@@ -192,7 +192,7 @@ static int door_take(const struct ulpt_fault *f, pid_t tid)
 	int on = __atomic_load_n(&ulpt_gdb_door.on, __ATOMIC_ACQUIRE), none = 0;
 	uint8_t op = 0;
 
-	if ((on != 1 && on != 2) || door_fd < 0 || (gdb_after.stepping & 1))
+	if ((on != DOOR_WATCHED && on != DOOR_TRAPS) || door_fd < 0 || (gdb_after.stepping & 1))
 		return 0;
 	wl_read_bytes(f->next_ip, &op, 1);
 	if (op == 0xcc)
@@ -203,13 +203,14 @@ static int door_take(const struct ulpt_fault *f, pid_t tid)
 		__atomic_store_n(&ulpt_gdb_door.wanted, 1, __ATOMIC_RELAXED);
 		return 0;
 	}
-	if (on == 1 && !__atomic_compare_exchange_n(&ulpt_gdb_door.on, &on, 3, 0,
-						    __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+	if (on == DOOR_WATCHED &&
+	    !__atomic_compare_exchange_n(&ulpt_gdb_door.on, &on, DOOR_PROBING, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 		goto none;
-	uintptr_t to = on == 1 ? (uintptr_t)ulpt_gdb_door_probe_back : f->next_ip;
+	uintptr_t to = on == DOOR_WATCHED ? (uintptr_t)ulpt_gdb_door_probe_back : f->next_ip;
 	if (pwrite(door_fd, &to, sizeof(to), (off_t)(uintptr_t)&door_slot) != sizeof(to))
 		goto none;
-	return on == 1 ? DOOR_PROBE : DOOR_PASS;
+	return on == DOOR_WATCHED ? DOOR_PROBE : DOOR_PASS;
 none:
 	__atomic_store_n(&ulpt_gdb_door.lock, 0, __ATOMIC_RELEASE);
 	return 0;
