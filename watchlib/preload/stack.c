@@ -507,7 +507,9 @@ static void rule_make(const struct walk *w, uintptr_t pc, uintptr_t sp, uintptr_
  * find rc.lock taken by the frame it interrupted, or libunwind's own lock. libunwind blocks
  * them itself around each lookup of a pc's unwind table and each lock it takes, two system
  * calls a time, several a rule (9,600 in a run of sqlite3 under --check); inside this block,
- * sigprocmask answers those without a system call (stack_quiet_sigmask).
+ * sigprocmask answers those without a system call (stack_quiet_sigmask). The block is taken
+ * at a capture's first new rule and kept to the capture's end: a capture that meets new code
+ * often makes several (perl under --check: 949 rules in 1,217 captures off the fast path).
  */
 static __thread int quiet __attribute__((tls_model("initial-exec")));
 static __thread sigset_t quiet_mask, quiet_saved __attribute__((tls_model("initial-exec")));
@@ -566,7 +568,7 @@ struct regs {
  * interrupted) and RSP sp, off the fast path: its caller's pc and RSP. S_SIGNAL: it was a
  * signal's frame, pc is the interrupted instruction; S_DROP: pc is no code address (as in
  * libunwind's trace, the walk ends without it); S_UNWIND: libunwind walks the stack. */
-static int slow_step(struct walk *w, int exact, struct regs *g)
+static int slow_step(struct walk *w, int exact, struct regs *g, int *quieted)
 {
 	uintptr_t key = g->pc | (exact ? EXACT : 0), cfa, bp = 0, nb = 0, pc;
 	const struct rule *r;
@@ -579,15 +581,17 @@ static int slow_step(struct walk *w, int exact, struct regs *g)
 
 		if (!rc.scratch || bp_at(w, g->sp, &bp) < 0)
 			return S_UNWIND;
+		if (!*quieted) {
+			quiet_begin();      /* ended by the capture (capture_slow) */
+			*quieted = 1;
+		}
 		unwind_enter();
-		quiet_begin();
 		spin(&rc.lock);
 		if (!(r = rule_find(key))) {
 			rule_make(w, g->pc, g->sp, bp, exact, &m);
 			r = rule_add(&m);
 		}
 		unspin(&rc.lock);
-		quiet_end();
 		unwind_leave();
 		if (!r)
 			return S_UNWIND;
@@ -810,19 +814,20 @@ static __attribute__((noinline)) uint32_t capture_slow(uintptr_t *pcs, uintptr_t
 	uintptr_t *end = pcs + context, *o, a, len, k;
 	struct walk w = { (uintptr_t)(fp + 2), hi, fp[1], (uintptr_t)(fp + 2), fp[0], 0 };
 	struct regs g;
-	int st, s;
+	int st, s, quieted = 0;
+	uint32_t id;
 
 	for (;;) {
 		int prog = i != -(intptr_t)context;
 
 		o = end + i;
 		g = (struct regs){ pc, sp };
-		s = slow_step(&w, 0, &g);
+		s = slow_step(&w, 0, &g, &quieted);
 		while (s == S_SIGNAL && prog && g.pc >= 0x4000 && o != end) {
 			*o++ = g.pc;            /* the interrupted instruction */
 			h = (h ^ g.pc) * HASH_MUL;
 			if (o != end)
-				s = slow_step(&w, 1, &g);
+				s = slow_step(&w, 1, &g, &quieted);
 		}
 		if (s == S_DROP && prog) {
 			o--;
@@ -831,8 +836,10 @@ static __attribute__((noinline)) uint32_t capture_slow(uintptr_t *pcs, uintptr_t
 		i = o - end;
 		pc = g.pc;
 		sp = g.sp;
-		if (s == S_UNWIND || (s == S_SIGNAL && !prog))
-			return unwind_capture(pcs);
+		if (s == S_UNWIND || (s == S_SIGNAL && !prog)) {
+			id = unwind_capture(pcs);
+			goto out;
+		}
 		if (s != S_NEXT || o == end)
 			break;
 		st = F_DONE;
@@ -848,7 +855,11 @@ static __attribute__((noinline)) uint32_t capture_slow(uintptr_t *pcs, uintptr_t
 		if (st != F_MISS)
 			break;
 	}
-	return capture_end(pcs, (int)(context + i), h, 0);
+	id = capture_end(pcs, (int)(context + i), h, 0);
+out:
+	if (quieted)
+		quiet_end();
+	return id;
 }
 
 static __attribute__((noinline)) int stack_bounds(uintptr_t sp);
