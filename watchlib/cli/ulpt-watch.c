@@ -437,42 +437,96 @@ static void forward_signal(int sig)
 /* In the child: the agent's settings, all in ULPT_WATCH_OPTIONS (set whole, so a value left
  * in the environment, say by an outer ulpt-watch, does not leak into this run); the agent
  * picks the backend itself, so ULPT_BACKEND goes. */
+/*
+ * The program's environment, set here before the vfork: the agent, its options, no
+ * ULPT_BACKEND. result_pid, the program's pid (the child's after exec), is known only in the
+ * child, which under vfork must not allocate: the options hold ten zeroes there, and *pid_at
+ * is where, for the child to write its pid over them.
+ */
 static void child_environment(struct options *opt, const char *agent, const char *specs,
-			      const char *names)
+			      const char *names, char **pid_at)
 {
 	const char *old = getenv("LD_PRELOAD");
 	char *preload = old && old[0] ? xasprintf("%s:%s", agent, old) : xstrdup(agent);
-	char *val;
-	size_t n;
+	char *val, *alt, *env;
+	size_t n, padded, k = 0;
 
 	setenv("LD_PRELOAD", preload, 1);
 	opt->set.result = result_path;
-	opt->set.result_pid = xasprintf("%d", (int)getpid());      /* the program's, after exec */
 	opt->set.watches = specs;
 	opt->set.names = opt->set.verbose ? names : "";
 	/* Padded with empty items (':') to a multiple of 4 KiB: the program's stack starts below
 	 * its environment, and some programs hash stack addresses (lua seeds its strings' hash
 	 * with one), so the settings' length must not move it: runs with different options (a
 	 * --json path, --delivery) then make the same accesses. */
+	opt->set.result_pid = "1111111111";
 	n = wl_options_format(&opt->set, NULL, 0);
-	size_t padded = (n + 4096) & ~(size_t)4095;
-	val = xcalloc(padded, 1);
+	alt = xcalloc(n + 1, 1);
+	wl_options_format(&opt->set, alt, n + 1);
+	opt->set.result_pid = "0000000000";
+	n = wl_options_format(&opt->set, NULL, 0);
+	padded = (n + 4096) & ~(size_t)4095;
+	env = xcalloc(sizeof(WL_OPTIONS_ENV) + padded, 1);
+	val = env + sizeof(WL_OPTIONS_ENV);
+	memcpy(env, WL_OPTIONS_ENV "=", sizeof(WL_OPTIONS_ENV));
 	wl_options_format(&opt->set, val, n + 1);
 	memset(val + n, ':', padded - 1 - n);
-	setenv(WL_OPTIONS_ENV, val, 1);
+	while (val[k] == alt[k])        /* the placeholder: where the two formats differ */
+		k++;
+	*pid_at = val + k;
+	free(alt);
+	putenv(env);                    /* the string itself: the child's write reaches it */
 	unsetenv("ULPT_BACKEND");
+}
+
+/* The child's pid over the placeholder's ten digits (no allocation: vfork). */
+static void put_pid(char *at)
+{
+	unsigned v = (unsigned)getpid();
+
+	for (int i = 9; i >= 0; i--, v /= 10)
+		at[i] = (char)('0' + v % 10);
+}
+
+/*
+ * The program's process, with vfork: no copy of this process's page tables for a child that
+ * only executes the program (a fifth of a fork's cost in the kernel, each run). The child
+ * allocates nothing and returns from nothing: it restores the signals' actions (old: SIGINT,
+ * SIGQUIT, SIGTERM, SIGHUP) and mask, and tells the parent exec's errno through the pipe.
+ */
+static pid_t start_child(const char *prog, char **argv, const int pipefd[2], char *pid_at,
+			 const sigset_t *oldmask, const struct sigaction old[4])
+{
+	static const int sigs[4] = { SIGINT, SIGQUIT, SIGTERM, SIGHUP };
+	pid_t pid = vfork();
+
+	if (pid == 0) {
+		int e;
+
+		for (int i = 0; i < 4; i++)
+			sigaction(sigs[i], &old[i], NULL);
+		sigprocmask(SIG_SETMASK, oldmask, NULL);
+		close(pipefd[0]);
+		put_pid(pid_at);
+		execv(prog, argv);
+		e = errno;
+		if (write(pipefd[1], &e, sizeof(e)) < 0)
+			e = 0;  /* the parent then just sees exit status 127 */
+		_exit(127);
+	}
+	return pid;
 }
 
 int main(int argc, char **argv)
 {
 	struct sigaction ign = {.sa_handler = SIG_IGN};
 	struct sigaction fwd = {.sa_handler = forward_signal, .sa_flags = SA_RESTART};
-	struct sigaction old_int, old_quit, old_term, old_hup;
+	struct sigaction old_act[4];
 	struct options opt = {0};
 	struct report rep;
 	struct rusage ru;
 	sigset_t fwdset, oldmask;
-	char *prog, *agent, *specs, *names;
+	char *prog, *agent, *specs, *names, *pid_at;
 	int status, code, exec_errno = 0, pipefd[2];
 	FILE *json = NULL;
 	pid_t pid;
@@ -511,32 +565,16 @@ int main(int argc, char **argv)
 	sigemptyset(&fwd.sa_mask);
 	sigemptyset(&ign.sa_mask);
 	sigprocmask(SIG_BLOCK, &fwdset, &oldmask);
-	sigaction(SIGINT, &ign, &old_int);
-	sigaction(SIGQUIT, &ign, &old_quit);
-	sigaction(SIGTERM, &fwd, &old_term);
-	sigaction(SIGHUP, &fwd, &old_hup);
+	sigaction(SIGINT, &ign, &old_act[0]);
+	sigaction(SIGQUIT, &ign, &old_act[1]);
+	sigaction(SIGTERM, &fwd, &old_act[2]);
+	sigaction(SIGHUP, &fwd, &old_act[3]);
 	fflush(NULL);
+	child_environment(&opt, agent, specs, names, &pid_at);
 
-	pid = fork();
+	pid = start_child(prog, opt.argv, pipefd, pid_at, &oldmask, old_act);
 	if (pid < 0)
 		die("fork: %s", strerror(errno));
-	if (pid == 0) {
-		int e;
-
-		sigaction(SIGINT, &old_int, NULL);
-		sigaction(SIGQUIT, &old_quit, NULL);
-		sigaction(SIGTERM, &old_term, NULL);
-		sigaction(SIGHUP, &old_hup, NULL);
-		sigprocmask(SIG_SETMASK, &oldmask, NULL);
-		close(pipefd[0]);
-		child_environment(&opt, agent, specs, names);
-		execv(prog, opt.argv);
-		e = errno;
-		fprintf(stderr, "ulpt-watch: cannot execute %s: %s\n", prog, strerror(e));
-		if (write(pipefd[1], &e, sizeof(e)) < 0)
-			e = 0;  /* the parent then just sees exit status 127 */
-		_exit(127);
-	}
 	child_pid = pid;
 	sigprocmask(SIG_SETMASK, &oldmask, NULL);
 	close(pipefd[1]);
@@ -545,6 +583,8 @@ int main(int argc, char **argv)
 	while (n < 0 && errno == EINTR);
 	if (n != (ssize_t)sizeof(exec_errno))
 		exec_errno = 0;
+	if (exec_errno)
+		fprintf(stderr, "ulpt-watch: cannot execute %s: %s\n", prog, strerror(exec_errno));
 	close(pipefd[0]);
 
 	while (wait4(pid, &status, 0, &ru) < 0) {
