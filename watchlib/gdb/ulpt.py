@@ -80,6 +80,7 @@ class State:
         self.pending = {}           # global thread number: Pending
         self.unwatch = []           # agent ids to remove at the next chance
         self.proxy = None           # the placeholder breakpoint of the last watch
+        self.proxy_events = False   # on_cont and on_modified connected (proxy_events)
         self.stop_bp = None
         self.ready_bp = None
         self.checked_pid = 0        # the process whose agent was found ready (agent_watch)
@@ -229,9 +230,20 @@ def flush_unwatch():
 
 def drop_proxy():
     p, S.proxy = S.proxy, None
+    proxy_events(False)
     if p is not None and p.is_valid():
         take_commands(p)
         p.delete()
+
+
+def proxy_events(on):
+    """The events that end a proxy (its `commands`, the program going on) reach Python only
+    while there is one: a handler costs GDB a call into Python at each stop (the door's hit
+    count changes) and at each resume."""
+    if on != S.proxy_events:
+        S.proxy_events = on
+        for reg, fn in ((gdb.events.cont, on_cont), (gdb.events.breakpoint_modified, on_modified)):
+            (reg.connect if on else reg.disconnect)(fn)
 
 
 def take_commands(bp):
@@ -261,6 +273,7 @@ def make_proxy():
         if inserted:
             gdb.execute("set breakpoint always-inserted on", to_string=True)
     S.proxy = p
+    proxy_events(True)
 
 
 gdb.ulpt_gdb_make_proxy = make_proxy
@@ -272,8 +285,6 @@ def on_modified(bp):
         # with it once this returns: map_breakpoint_numbers goes no further).
         if bp.commands:
             drop_proxy()
-    elif bp.visible:
-        S.bp_addrs = None
 
 
 HW_TYPES = (gdb.BP_HARDWARE_WATCHPOINT, gdb.BP_READ_WATCHPOINT, gdb.BP_ACCESS_WATCHPOINT,
@@ -690,6 +701,9 @@ def on_stop(event):
 
 
 def report_stop(event):
+    # The user's breakpoints change only while the program is stopped: where they are is
+    # found again at the first need after this stop (breakpoint_at).
+    S.bp_addrs = None
     delete_done()
     if not S.calling:
         drop_proxy()
@@ -1127,9 +1141,7 @@ S.scope_ended = None
 # takes the breakpoint out for that one step), as in all-stop mode GDB can.
 gdb.execute("set displaced-stepping off")
 gdb.events.stop.connect(on_stop)
-gdb.events.cont.connect(on_cont)
 gdb.events.exited.connect(on_exited)
 gdb.events.new_objfile.connect(on_new_objfile)
-gdb.events.breakpoint_modified.connect(on_modified)
 gdb.events.breakpoint_created.connect(on_breakpoints_changed)
 gdb.events.breakpoint_deleted.connect(on_breakpoints_changed)
