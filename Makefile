@@ -184,7 +184,7 @@ $(WB)/test/progs/fortbugs: PROG_CFLAGS = -O2 -D_FORTIFY_SOURCE=2
 # entries on the page of the watched globals open that page (one instruction, out of line)
 # while another thread may write a watched one: a hit missed, the limit of page protection
 # (ulpt-gdb(1)); bound at load, the sessions' stops do not depend on that timing.
-$(WB)/test/progs/gdbwatch: PROG_LDFLAGS = -Wl,-z,now
+$(WB)/test/progs/gdbwatch $(WB)/test/progs/gdbqueue: PROG_LDFLAGS = -Wl,-z,now
 $(WB)/test/progs/%: watchlib/test/progs/%.cc
 	@mkdir -p $(@D)
 	g++ -O1 -g -Wall -Wextra -Werror -o $@ $< -lpthread

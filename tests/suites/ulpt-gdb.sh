@@ -5,7 +5,7 @@
 # and thread ids masked, must equal NAME.exp beside it, the same file for both backends
 # (memcheck's tests keep their expected output so):
 #   global prerun rwatch heap local cond enable many commands threads step badinput segv mixed
-#   inserted
+#   inserted batch blocked own57
 #   attach attach-noagent
 # door (its own check): on ULPT the hits after the first stop through the door (gdb.c), on
 # mprotect it stays shut;
@@ -21,21 +21,25 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 run=$top/scripts/ulpt-run
 gdbx=$top/build/watchlib/ulpt-gdb
 prog=$top/build/watchlib/test/progs/gdbwatch
+qprog=$top/build/watchlib/test/progs/gdbqueue
 src=$top/watchlib/test/gdb
 d=$top/build/watchlib/test/gdb-suite
 rm -rf "$d" && mkdir -p "$d/guest" "$d/host" || exit 1
 . "$top/tests/lib/tap-checks.sh"
 tap_checks_begin
-for f in "$gdbx" "$prog"; do
+for f in "$gdbx" "$prog" "$qprog"; do
   [ -x "$f" ] || { echo "1..1"; echo "not ok 1 - $f not built"; exit 1; }
 done
 command -v gdb > /dev/null || { echo "1..1"; echo "not ok 1 - gdb not installed"; exit 1; }
 
 CASES="global prerun rwatch heap local cond enable many commands threads step badinput segv mixed
-  inserted"
-# The program's part for each case.
+  inserted batch blocked own57"
+# The program and its part for each case (gdbqueue: the batches' sessions).
 part() {
-  case $1 in many) echo array ;; threads) echo threads ;; segv) echo segv ;; *) echo steps ;; esac
+  case $1 in
+    many) echo "$prog array" ;; threads | segv) echo "$prog $1" ;;
+    batch) echo "$qprog array" ;; blocked | own57) echo "$qprog $1" ;; *) echo "$prog steps" ;;
+  esac
 }
 
 # The script for one place (guest or host) in $1: every case, then attach (-p) and the
@@ -43,7 +47,7 @@ part() {
 script() {
   echo "cd $d/$1"
   for c in $CASES; do
-    echo "timeout 300 $gdbx -q -nx -batch -x $src/$c.gdb --args $prog $(part "$c") > $c.out 2>&1"
+    echo "timeout 300 $gdbx -q -nx -batch -x $src/$c.gdb --args $(part "$c") > $c.out 2>&1"
   done
   for a in attach attach-noagent; do
     # Started with the agent as ulpt-gdb starts a program (ULPT_NO_UFFD: see ulpt-gdb).

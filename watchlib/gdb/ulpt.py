@@ -28,6 +28,8 @@
 # soon as they have (or at the next ulpt command, stop or resume).
 #
 # SPDX-License-Identifier: MIT
+import ctypes
+import errno
 import os
 import struct
 
@@ -40,7 +42,7 @@ KINDS = {  # command: (agent mode, GDB's name in a stop, in info watchpoints)
     "rwatch": (WL_READ, "Hardware read watchpoint", "read watchpoint"),
     "awatch": (WL_READ | WL_WRITE, "Hardware access (read/write) watchpoint", "acc watchpoint"),
 }
-AGENT_VERSION = 4   # watchlib/preload/gdb.c's ulpt_gdb_version
+AGENT_VERSION = 5   # watchlib/preload/gdb.c's ulpt_gdb_version
 
 
 class Watch:
@@ -50,6 +52,8 @@ class Watch:
         self.thread, self.cond = thread, cond
         self.enabled = True
         self.agent_id = None        # the agent's watchpoint id while it watches for us
+        self.queued = False         # its request waits in the agent's queue (queue_watch)
+        self.cancel = False         # ... and it was deleted or disabled meanwhile
         self.hits = 0
         self.old = None             # the value last seen (bytes)
         self.commands = None
@@ -81,6 +85,11 @@ class State:
         self.unwatch = []           # agent ids to remove at the next chance
         self.proxy = None           # the placeholder breakpoint of the last watch
         self.proxy_events = False   # on_cont and on_modified connected (proxy_events)
+        self.queue = None           # ulpt_gdb_queue's address (gdb.c), once per process
+        self.queued = []            # the watches whose requests it holds, in its order
+        self.queue_sig = 0          # the signal that starts them
+        self.queue_max = 0
+        self.handle_saved = None    # (signal, GDB's handling of it before the first batch)
         self.stop_bp = None
         self.ready_bp = None
         self.checked_pid = 0        # the process whose agent was found ready (agent_watch)
@@ -190,6 +199,9 @@ def agent_watch(w):
     tid = 0
     if w.thread is not None:
         tid = next((t.ptid[1] for t in gdb.selected_inferior().threads() if t.num == w.thread), 0)
+    if queue_watch(w, mode, tid):
+        return
+    flush_queue()
     r = agent_call("((int (*)(unsigned long, unsigned long, unsigned int, int)) ulpt_gdb_watch)"
                    "(%d, %d, %d, %d)", w.addr, w.size, mode, tid)
     if r < 0:
@@ -197,6 +209,10 @@ def agent_watch(w):
                            % (w.expr, w.addr, w.size, errno_text(r)))
     w.agent_id = r
     S.by_agent[r] = w
+    agent_first_watch()
+
+
+def agent_first_watch():
     if S.tpoff is None:
         # Set by the agent's first watch: where a thread's stop record is (gdb.c).
         S.tpoff = int(gdb.parse_and_eval("ulpt_gdb_rec_tpoff"))
@@ -206,6 +222,11 @@ def agent_watch(w):
 def agent_unwatch(w, call=True):
     """Ends the agent's watch for w: now (call, from a command), or at the next command (from
     an event, where GDB must not run the program)."""
+    if w.queued and call:
+        flush_queue()
+    elif w.queued:
+        w.cancel = True             # its id, once known, goes to S.unwatch (harvest)
+        return
     if w.agent_id is None:
         return
     S.by_agent.pop(w.agent_id, None)
@@ -224,6 +245,125 @@ def flush_unwatch():
         aid = S.unwatch.pop()
         if aid not in S.by_agent:
             agent_call("((int (*)(int)) ulpt_gdb_unwatch)(%d)", aid)
+
+
+# ---- watches in a batch (gdb.c: ulpt_gdb_queue) ------------------------------------------
+
+QUEUE_HEAD = struct.Struct("<iIII")     # sig, max, n, done
+QUEUE_REQ = struct.Struct("<QQIiii")    # addr, len, mode, tid, result, pad
+_libc = ctypes.CDLL(None, use_errno=True)
+SYS_TGKILL = 234                        # x86-64
+
+
+def queue_watch(w, mode, tid):
+    """Queues w's request for the agent to start at the program's resume, in the handler of
+    the signal sent here to the stopped thread (gdb.c): True; False where a call must start
+    it now: the agent has no queue (its signal is the program's), the program has other
+    threads (they could run before the handler), the thread blocks the signal, the process
+    is not this machine's, or the queue is full."""
+    if S.loading or S.calling:
+        return False
+    inf = gdb.selected_inferior()
+    th = gdb.selected_thread()
+    try:
+        if S.queue is None:
+            S.queue = int(gdb.parse_and_eval("(long) &ulpt_gdb_queue"))
+        if not S.queued:
+            sig, qmax, _, _ = QUEUE_HEAD.unpack(bytes(inf.read_memory(S.queue, QUEUE_HEAD.size)))
+            if not sig:
+                restore_handle()    # the program has the signal now: GDB shows it again
+            conn = getattr(inf, "connection", None)
+            if (not sig or th is None or len(inf.threads()) != 1 or conn is None or
+                    conn.type != "native" or signal_blocked(inf.pid, th.ptid[1], sig)):
+                return False
+            S.queue_sig, S.queue_max = sig, qmax
+        elif len(S.queued) >= S.queue_max:
+            return False
+        n = len(S.queued)
+        inf.write_memory(S.queue + QUEUE_HEAD.size + n * QUEUE_REQ.size,
+                         QUEUE_REQ.pack(w.addr, w.size, mode, tid, 0, 0))
+        if not n:
+            # Silent, as the program's resume it rides on; GDB's handling as it was is kept.
+            if S.handle_saved is None:
+                S.handle_saved = (S.queue_sig, handle_of(S.queue_sig))
+            gdb.execute("handle SIG%d nostop noprint pass" % S.queue_sig, to_string=True)
+            if _libc.syscall(SYS_TGKILL, inf.pid, th.ptid[1], S.queue_sig):
+                return False
+        inf.write_memory(S.queue + 8, struct.pack("<I", n + 1))     # n: the request is in
+    except (gdb.error, gdb.MemoryError, OSError):
+        return False
+    w.queued, w.cancel = True, False
+    S.queued.append(w)
+    return True
+
+
+def handle_of(sig):
+    """GDB's handling of sig, as `handle' takes it: "stop print pass" and so on."""
+    words = gdb.execute("info signals SIG%d" % sig, to_string=True).split("\n")[1].split()
+    yes = [w == "Yes" for w in words[1:4]]
+    return " ".join(a if y else b for y, a, b in zip(yes, ("stop", "print", "pass"),
+                                                      ("nostop", "noprint", "nopass")))
+
+
+def restore_handle():
+    """GDB's handling of the batches' signal back as it was, once the program has it."""
+    if S.handle_saved is not None:
+        sig, how = S.handle_saved
+        S.handle_saved = None
+        gdb.execute("handle SIG%d %s" % (sig, how), to_string=True)
+
+
+def signal_blocked(pid, tid, sig):
+    """Whether thread tid blocks sig (or its status cannot be read)."""
+    try:
+        with open("/proc/%d/task/%d/status" % (pid, tid)) as f:
+            for line in f:
+                if line.startswith("SigBlk:"):
+                    return bool(int(line.split()[1], 16) >> (sig - 1) & 1)
+    except (OSError, ValueError):
+        pass
+    return True
+
+
+def harvest(call=False):
+    """The results of the queued requests: ids into by_agent, failures reported (as GDB
+    reports a hardware watchpoint it could not insert at the resume) and their watchpoints
+    deleted. Those the agent has not started yet wait, unless call: then it starts them now."""
+    if not S.queued:
+        return
+    inf = gdb.selected_inferior()
+    try:
+        _, _, n, done = QUEUE_HEAD.unpack(bytes(inf.read_memory(S.queue, QUEUE_HEAD.size)))
+        if done < len(S.queued):
+            if not call:
+                return
+            agent_call("((int (*)(void)) ulpt_gdb_flush)()")
+            _, _, n, done = QUEUE_HEAD.unpack(bytes(inf.read_memory(S.queue, QUEUE_HEAD.size)))
+        raw = bytes(inf.read_memory(S.queue + QUEUE_HEAD.size, len(S.queued) * QUEUE_REQ.size))
+        inf.write_memory(S.queue + 8, b"\0" * 8)        # n, done: the queue is empty
+    except (gdb.error, gdb.MemoryError):
+        raw, done = b"", 0
+    queued, S.queued = S.queued, []
+    for i, w in enumerate(queued):
+        r = QUEUE_REQ.unpack_from(raw, i * QUEUE_REQ.size)[4] if i < done else -errno.EIO
+        w.queued = False
+        if w.cancel or S.watches.get(w.num) is not w:
+            if r >= 0:
+                S.unwatch.append(r)
+            continue
+        if r < 0:
+            gdb.write("ulpt: watchpoint %d: cannot watch %s (0x%x, %d bytes): %s\n"
+                      % (w.num, w.expr, w.addr, w.size, errno_text(r)))
+            delete_watch(w, call=False)
+            continue
+        w.agent_id = r
+        S.by_agent[r] = w
+    agent_first_watch()
+
+
+def flush_queue():
+    """The queued requests started now (a call), where a command needs their ids."""
+    harvest(call=True)
 
 
 # ---- the proxy breakpoint (GDB's `commands` right after ulpt watch) ------------------------
@@ -395,6 +535,8 @@ class StopBreakpoint(gdb.Breakpoint):
         self.silent = True
 
     def stop(self):
+        if S.queued:
+            harvest()
         # The arguments in registers, and struct wl_hit's first two fields (watchlib.h: int id,
         # unsigned kind), read raw: an expression per hit costs more than the rest of stop().
         try:
@@ -573,6 +715,8 @@ class TrapBreakpoint(gdb.Breakpoint):
         self.silent = True
 
     def stop(self):
+        if S.queued:
+            harvest()
         if S.door_bp is not None:
             door_check()
         return record_stop(self)
@@ -604,6 +748,8 @@ class DoorWatchpoint(gdb.Breakpoint):
         self.silent = True
 
     def stop(self):
+        if S.queued:
+            harvest()
         # The whole record in one read: the stop's cost is mostly GDB's, per call.
         inf = gdb.selected_inferior()
         try:
@@ -704,6 +850,8 @@ def report_stop(event):
     # The user's breakpoints change only while the program is stopped: where they are is
     # found again at the first need after this stop (breakpoint_at).
     S.bp_addrs = None
+    if S.queued:
+        harvest()
     delete_done()
     if not S.calling:
         drop_proxy()
@@ -791,8 +939,10 @@ def on_exited(event):
     for p in S.pending.values():
         if p.bp.is_valid():
             p.bp.delete()
+    S.queue, S.queued = None, []
     for w in list(S.watches.values()):
         w.agent_id = None
+        w.queued = False
         if w.scope is not None:
             delete_watch(w, call=False)
     S.by_agent.clear()
@@ -821,7 +971,8 @@ class ReadyBreakpoint(gdb.Breakpoint):
         self.silent = True
 
     def stop(self):
-        if S.loading or not any(w.enabled and w.agent_id is None for w in S.watches.values()):
+        if S.loading or not any(w.enabled and w.agent_id is None and not w.queued
+                                for w in S.watches.values()):
             return False
         self.commands = "python gdb.ulpt_gdb_apply()\ncontinue"
         return True
@@ -829,7 +980,7 @@ class ReadyBreakpoint(gdb.Breakpoint):
 
 def ulpt_gdb_apply():
     for w in sorted(S.watches.values(), key=lambda w: w.num):
-        if w.enabled and w.agent_id is None:
+        if w.enabled and w.agent_id is None and not w.queued:
             try:
                 # Made before the program ran, the address was the file's (a PIE's
                 # unrelocated one): the expression again, now that the program is there.

@@ -166,6 +166,7 @@ struct gdb_after {
 extern __thread struct gdb_after gdb_after __attribute__((tls_model("initial-exec"))) WL_HIDDEN;
 int gdb_step_fault(const struct ulpt_fault *f) WL_HIDDEN;
 void gdb_step_end(struct ulpt_fault *f) WL_HIDDEN;
+int gdb_queue_signal(int sig, int take) WL_HIDDEN;    /* its batches' signal (signals.c) */
 
 /* fault.c */
 enum ulpt_action agent_fault(struct ulpt_fault *f, void *arg) WL_HIDDEN;

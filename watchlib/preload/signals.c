@@ -5,6 +5,8 @@
  * and for those signals the program's action becomes the one libulpt chains to (it gets every
  * signal that is not the library's), while what sigaction reports back is the program's own.
  *
+ * ulpt-gdb's batches' signal (gdb.c) is the program's as soon as it sets an action for it.
+ *
  * And the signals that end a process by default: with --check, where the program left one at
  * SIG_DFL, the agent's handler runs the process's end (agent_finish: canaries, the leak check,
  * the results; the leak check not if the signal came inside the agent) and then dies of the
@@ -73,6 +75,20 @@ void signals_init(void)
 static int wrapped_sigaction(int sig, const struct sigaction *act, struct sigaction *old,
 			     uintptr_t caller)
 {
+	if (!from_agent(caller) && gdb_queue_signal(sig, 0)) {
+		/* ulpt-gdb's batches' signal (gdb.c), the program's at its default until it sets
+		 * one: then it is the program's, and the batches end. */
+		int r = act ? __sigaction(sig, act, NULL) : 0;
+		if (r)
+			return r;
+		if (act)
+			gdb_queue_signal(sig, 1);
+		if (old) {
+			memset(old, 0, sizeof(*old));
+			old->sa_handler = SIG_DFL;
+		}
+		return 0;
+	}
 	if (sig > 0 && sig < 64 && (__atomic_load_n(&fatal_ours, __ATOMIC_RELAXED) >> sig & 1) &&
 	    !from_agent(caller)) {
 		/* Ours stands for SIG_DFL: so reported, and the program's own replaces it. */
