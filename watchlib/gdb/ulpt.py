@@ -333,12 +333,12 @@ def harvest(call=False):
         return
     inf = gdb.selected_inferior()
     try:
-        _, _, n, done = QUEUE_HEAD.unpack(bytes(inf.read_memory(S.queue, QUEUE_HEAD.size)))
+        done = QUEUE_HEAD.unpack(bytes(inf.read_memory(S.queue, QUEUE_HEAD.size)))[3]
         if done < len(S.queued):
             if not call:
                 return
             agent_call("((int (*)(void)) ulpt_gdb_flush)()")
-            _, _, n, done = QUEUE_HEAD.unpack(bytes(inf.read_memory(S.queue, QUEUE_HEAD.size)))
+            done = QUEUE_HEAD.unpack(bytes(inf.read_memory(S.queue, QUEUE_HEAD.size)))[3]
         raw = bytes(inf.read_memory(S.queue + QUEUE_HEAD.size, len(S.queued) * QUEUE_REQ.size))
         inf.write_memory(S.queue + 8, b"\0" * 8)        # n, done: the queue is empty
     except (gdb.error, gdb.MemoryError):

@@ -75,23 +75,11 @@ void signals_init(void)
 static int wrapped_sigaction(int sig, const struct sigaction *act, struct sigaction *old,
 			     uintptr_t caller)
 {
-	if (!from_agent(caller) && gdb_queue_signal(sig, 0)) {
-		/* ulpt-gdb's batches' signal (gdb.c), the program's at its default until it sets
-		 * one: then it is the program's, and the batches end. */
-		int r = act ? __sigaction(sig, act, NULL) : 0;
-		if (r)
-			return r;
-		if (act)
-			gdb_queue_signal(sig, 1);
-		if (old) {
-			memset(old, 0, sizeof(*old));
-			old->sa_handler = SIG_DFL;
-		}
-		return 0;
-	}
-	if (sig > 0 && sig < 64 && (__atomic_load_n(&fatal_ours, __ATOMIC_RELAXED) >> sig & 1) &&
-	    !from_agent(caller)) {
-		/* Ours stands for SIG_DFL: so reported, and the program's own replaces it. */
+	int fatal = sig > 0 && sig < 64 && (__atomic_load_n(&fatal_ours, __ATOMIC_RELAXED) >> sig & 1);
+
+	if ((fatal || gdb_queue_signal(sig, 0)) && !from_agent(caller)) {
+		/* Ours stands for SIG_DFL (a fatal signal's, or ulpt-gdb's batches' in gdb.c): so
+		 * reported, and the program's own replaces it (the batches then end). */
 		int r = 0;
 		if (act)
 			r = __sigaction(sig, act, NULL);
@@ -101,8 +89,10 @@ static int wrapped_sigaction(int sig, const struct sigaction *act, struct sigact
 			memset(old, 0, sizeof(*old));
 			old->sa_handler = SIG_DFL;
 		}
-		if (act)
+		if (act && fatal)
 			__atomic_and_fetch(&fatal_ours, ~(1ull << sig), __ATOMIC_RELAXED);
+		else if (act)
+			gdb_queue_signal(sig, 1);
 		return 0;
 	}
 	/* libulpt's own calls (linked into the agent) are real ones: resetting to SIG_DFL. */
