@@ -8,7 +8,7 @@
 #   inserted batch blocked own57
 #   attach attach-noagent
 # door (its own check): on ULPT the hits after the first stop through the door (gdb.c), on
-# mprotect it stays shut;
+# mprotect it stays shut; knock (its own check): with a batch, every hit, the first too;
 # (mixed, with one of GDB's own hardware watchpoints, is skipped on a host whose hardware
 # watchpoints never stop: some virtual machines ignore the debug registers; hwexact too)
 # and, in each:
@@ -57,7 +57,9 @@ script() {
     echo "timeout 300 $gdbx -q -nx -batch -x $src/$a.gdb -p \$pid > $a.out 2>&1"
     echo "sleep 1; kill \$pid 2>/dev/null; wait \$pid; echo \"exit \$?\" >> $a.prog"
   done
-  echo "timeout 300 $gdbx -q -nx -batch -x $src/door.gdb --args $prog steps > door.out 2>&1"
+  for c in door knock; do
+    echo "timeout 300 $gdbx -q -nx -batch -x $src/$c.gdb --args $prog steps > $c.out 2>&1"
+  done
   for k in hw ulpt; do
     w=$([ $k = hw ] && echo watch || echo "ulpt watch")
     printf '%s\n' "printf 'break steps\nrun\n$w counter\ncontinue\ncontinue\ncontinue\ncontinue\n' > $k.gdb"
@@ -83,7 +85,7 @@ mask() {
     -e 's/LWP [0-9]+/LWP N/g' -e 's/^wait: [0-9]+$/wait: PID/' "$1"
 }
 
-echo "1..$((($(echo $CASES | wc -w) + 4) * 2))"
+echo "1..$((($(echo $CASES | wc -w) + 5) * 2))"
 [ "$grc" = 0 ] || echo "# the guest run exited with status $grc: $(tail -c 300 "$d/guest.log" | tr '\n' ' ')"
 # An attach first prints where the program was: somewhere in its wait loop.
 masked() { case $2 in attach*) mask "$d/$1/$2.out" | sed '1,2d' ;; *) mask "$d/$1/$2.out" ;; esac; }
@@ -115,6 +117,19 @@ for where in guest host; do
     [ "$stops" = 3 ] && grep -q '^\$1 = 2$' "$out" && [ "${doorhits:-0}" = 2 ]
   else
     [ "$stops" = 3 ] && grep -q '^\$1 = 0$' "$out" && [ -z "$doorhits" ]
+  fi
+  tap_check $? "$desc" "stops $stops, door hits ${doorhits:-none}: $(grep '^\$1' "$out" 2>/dev/null)"
+  # knock: counter's three stops and total's one, all through the door's watchpoint (the probe
+  # was the batch's knock, which is no hit of it); none through it on mprotect.
+  desc="$where ($backend): knock: $(sed -n '1s/^# //p' "$src/knock.gdb")"
+  out=$d/$where/knock.out
+  doorhits=$(grep -A1 'acc watchpoint' "$out" 2>/dev/null |
+    sed -n 's/.*already hit \([0-9]*\) time.*/\1/p')
+  stops=$(grep -c '^Old value' "$out" 2>/dev/null)
+  if [ $where = guest ]; then
+    [ "$stops" = 4 ] && grep -q '^\$1 = 2$' "$out" && [ "${doorhits:-0}" = 4 ]
+  else
+    [ "$stops" = 4 ] && grep -q '^\$1 = 0$' "$out" && [ -z "$doorhits" ]
   fi
   tap_check $? "$desc" "stops $stops, door hits ${doorhits:-none}: $(grep '^\$1' "$out" 2>/dev/null)"
   desc="$where ($backend): hwexact: ulpt watch's stops (hits, values, lines) are GDB's hardware watchpoint's"

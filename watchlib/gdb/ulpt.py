@@ -42,7 +42,7 @@ KINDS = {  # command: (agent mode, GDB's name in a stop, in info watchpoints)
     "rwatch": (WL_READ, "Hardware read watchpoint", "read watchpoint"),
     "awatch": (WL_READ | WL_WRITE, "Hardware access (read/write) watchpoint", "acc watchpoint"),
 }
-AGENT_VERSION = 5   # watchlib/preload/gdb.c's ulpt_gdb_version
+AGENT_VERSION = 6   # watchlib/preload/gdb.c's ulpt_gdb_version
 
 
 class Watch:
@@ -740,7 +740,8 @@ class DoorWatchpoint(gdb.Breakpoint):
     """The agent's door (gdb.c): a hardware access watchpoint on the slot that its last jump
     reads, so the stop is at the program's next instruction with nothing to write. Its stop()
     frees the door for the next thread, then decides as at the trap stub; at the agent's probe
-    of the door it says that the door traps, and the probe goes on to the trap stub."""
+    of the door it says that the door traps, and the probe goes on to the trap stub; at a
+    batch's end (the agent's knock, whose first is the probe) it reads the batch's results."""
 
     def __init__(self, slot):
         super().__init__("*(long *) 0x%x" % slot, gdb.BP_WATCHPOINT, gdb.WP_ACCESS,
@@ -761,6 +762,8 @@ class DoorWatchpoint(gdb.Breakpoint):
                 inf.write_memory(S.door + 4, b"\0" * 8)     # for the thread that wants it
         except (gdb.error, gdb.MemoryError):
             return False
+        if not d[4]:
+            return False            # a batch's end (gdb.c: door_knock): its results are read
         hits = []
         for k in range(min(d[3], 8)):
             w = S.by_agent.get(d[6 + 3 * k])

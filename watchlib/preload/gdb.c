@@ -54,7 +54,7 @@ extern int __sigaction(int, const struct sigaction *, struct sigaction *);
 __thread struct gdb_after gdb_after __attribute__((tls_model("initial-exec")));
 
 /* Read by the extension: the interface it was written for. */
-GDB_API const int ulpt_gdb_version = 5;
+GDB_API const int ulpt_gdb_version = 6;
 
 /* Per watchpoint id: what filters its hits before they stop (ids are watchlib's, dense from
  * 0; the table is address space committed as touched). */
@@ -369,12 +369,52 @@ GDB_API int ulpt_gdb_flush(void)
 	return (int)k;
 }
 
+/*
+ * A batch's end, where the door traps or may (ULPT backend): one read of door_slot, a silent
+ * stop of the extension's watchpoint, whose stop() reads the batch's results there, at the
+ * program's resume, as GDB inserts its own watchpoints there. Before, the first hit read them
+ * and made the probe's extra stops, inside the program's work: about 9M modeled cycles with a
+ * thousand watchpoints in the guest (bench/micro-gdb). The first knock is the probe: if
+ * it did not trap, the door stays shut and every hit takes the trap stub, as after a probe at a
+ * hit. The record says knock with resume 0, under the lock (this thread's, as a hit takes it),
+ * which is let go after. The read
+ * runs with SIGTRAP unblocked: the handler blocks every signal, and the kernel resets the action
+ * of a blocked signal that a trap forces (the program's own SIGTRAP handler would be lost).
+ */
+static void door_knock(pid_t tid)
+{
+	int on = __atomic_load_n(&ulpt_gdb_door.on, __ATOMIC_ACQUIRE), none = 0;
+	sigset_t trap, old;
+
+	if ((on != DOOR_WATCHED && on != DOOR_TRAPS) || door_fd < 0)
+		return;
+	if (__atomic_load_n(&ulpt_gdb_door.lock, __ATOMIC_ACQUIRE) != (int)tid &&
+	    !__atomic_compare_exchange_n(&ulpt_gdb_door.lock, &none, (int)tid, 0,
+					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return;
+	ulpt_gdb_door.n = 0;
+	ulpt_gdb_door.resume = 0;
+	if (on == DOOR_TRAPS || __atomic_compare_exchange_n(&ulpt_gdb_door.on, &on, DOOR_PROBING, 0,
+							    __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+		sigemptyset(&trap);
+		sigaddset(&trap, SIGTRAP);
+		pthread_sigmask(SIG_UNBLOCK, &trap, &old);
+		(void)*(volatile uint64_t *)&door_slot;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+	/* The probe's stop let go of the lock already (its stop() writes DOOR_TRAPS and 0s). */
+	none = (int)tid;
+	__atomic_compare_exchange_n(&ulpt_gdb_door.lock, &none, 0, 0, __ATOMIC_RELEASE,
+				    __ATOMIC_RELAXED);
+}
+
 static void queue_handler(int sig)
 {
 	int e = errno;
 
 	(void)sig;
-	ulpt_gdb_flush();
+	if (ulpt_gdb_flush() > 0)
+		door_knock(agent_tid());
 	errno = e;
 }
 
