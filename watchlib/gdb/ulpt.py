@@ -519,7 +519,10 @@ def take_reports(hits):
 def set_commands(bp, reports):
     """The stop's breakpoint runs the commands of the watchpoints it reports. What it has is
     kept beside it: reading bp.commands makes GDB print them, a good part of a stop's time."""
-    cmds = "\n".join(w.commands for w, _, _, _ in reports if w.commands)
+    if len(reports) == 1:       # the common case, without the join's generator (a stop's
+        cmds = reports[0][0].commands or ""     # time in the guest goes with its calls)
+    else:
+        cmds = "\n".join(w.commands for w, _, _, _ in reports if w.commands)
     if cmds != getattr(bp, "ulpt_commands", None):
         bp.commands = cmds
         bp.ulpt_commands = cmds
@@ -765,7 +768,7 @@ class DoorWatchpoint(gdb.Breakpoint):
         if not d[4]:
             return False            # a batch's end (gdb.c: door_knock): its results are read
         hits = []
-        for k in range(min(d[3], 8)):
+        for k in range(d[3] if d[3] < 8 else 8):
             w = S.by_agent.get(d[6 + 3 * k])
             kind = d[7 + 3 * k] & 0xffffffff
             data = None
