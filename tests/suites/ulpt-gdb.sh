@@ -9,6 +9,7 @@
 #   attach attach-noagent
 # door (its own check): on ULPT the hits after the first stop through the door (gdb.c), on
 # mprotect it stays shut; knock (its own check): with a batch, every hit, the first too;
+# overflow (its own check): so too after a batch too big for the queue, which a call started;
 # (mixed, with one of GDB's own hardware watchpoints, is skipped on a host whose hardware
 # watchpoints never stop: some virtual machines ignore the debug registers; hwexact too)
 # and, in each:
@@ -60,6 +61,7 @@ script() {
   for c in door knock; do
     echo "timeout 300 $gdbx -q -nx -batch -x $src/$c.gdb --args $prog steps > $c.out 2>&1"
   done
+  echo "timeout 600 $gdbx -q -nx -batch -x $src/overflow.gdb --args $prog array > overflow.out 2>&1"
   for k in hw ulpt; do
     w=$([ $k = hw ] && echo watch || echo "ulpt watch")
     printf '%s\n' "printf 'break steps\nrun\n$w counter\ncontinue\ncontinue\ncontinue\ncontinue\n' > $k.gdb"
@@ -85,7 +87,7 @@ mask() {
     -e 's/LWP [0-9]+/LWP N/g' -e 's/^wait: [0-9]+$/wait: PID/' "$1"
 }
 
-echo "1..$((($(echo $CASES | wc -w) + 5) * 2))"
+echo "1..$((($(echo $CASES | wc -w) + 6) * 2))"
 [ "$grc" = 0 ] || echo "# the guest run exited with status $grc: $(tail -c 300 "$d/guest.log" | tr '\n' ' ')"
 # An attach first prints where the program was: somewhere in its wait loop.
 masked() { case $2 in attach*) mask "$d/$1/$2.out" | sed '1,2d' ;; *) mask "$d/$1/$2.out" ;; esac; }
@@ -119,6 +121,22 @@ for where in guest host; do
     [ "$stops" = 3 ] && grep -q '^\$1 = 0$' "$out" && [ -z "$doorhits" ]
   fi
   tap_check $? "$desc" "stops $stops, door hits ${doorhits:-none}: $(grep '^\$1' "$out" 2>/dev/null)"
+  # overflow: arr[100]'s and arr[200]'s stops, both through the door's watchpoint, none through
+  # the trap stub (a knock inside the call that started the full queue had left the probe
+  # unanswered, the door shut); none through the door on mprotect.
+  desc="$where ($backend): overflow: $(sed -n '1s/^# //p' "$src/overflow.gdb")"
+  out=$d/$where/overflow.out
+  doorhits=$(grep -A1 'acc watchpoint' "$out" 2>/dev/null |
+    sed -n 's/.*already hit \([0-9]*\) time.*/\1/p')
+  traphits=$(grep -A1 '<ulpt_gdb_trap>' "$out" 2>/dev/null |
+    sed -n 's/.*already hit \([0-9]*\) time.*/\1/p' | head -n1)
+  stops=$(grep -c '^Old value' "$out" 2>/dev/null)
+  if [ $where = guest ]; then
+    [ "$stops" = 2 ] && grep -q '^\$1 = 2$' "$out" && [ "${doorhits:-0}" = 2 ] && [ -z "$traphits" ]
+  else
+    [ "$stops" = 2 ] && grep -q '^\$1 = 0$' "$out" && [ -z "$doorhits" ]
+  fi
+  tap_check $? "$desc" "stops $stops, door hits ${doorhits:-none}, trap stub hits ${traphits:-none}: $(grep '^\$1' "$out" 2>/dev/null)"
   # knock: counter's three stops and total's one, all through the door's watchpoint (the probe
   # was the batch's knock, which is no hit of it); none through it on mprotect.
   desc="$where ($backend): knock: $(sed -n '1s/^# //p' "$src/knock.gdb")"

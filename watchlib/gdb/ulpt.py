@@ -42,7 +42,7 @@ KINDS = {  # command: (agent mode, GDB's name in a stop, in info watchpoints)
     "rwatch": (WL_READ, "Hardware read watchpoint", "read watchpoint"),
     "awatch": (WL_READ | WL_WRITE, "Hardware access (read/write) watchpoint", "acc watchpoint"),
 }
-AGENT_VERSION = 6   # watchlib/preload/gdb.c's ulpt_gdb_version
+AGENT_VERSION = 7   # watchlib/preload/gdb.c's ulpt_gdb_version
 
 
 class Watch:
@@ -249,7 +249,7 @@ def flush_unwatch():
 
 # ---- watches in a batch (gdb.c: ulpt_gdb_queue) ------------------------------------------
 
-QUEUE_HEAD = struct.Struct("<iIII")     # sig, max, n, done
+QUEUE_HEAD = struct.Struct("<iIIIII")   # sig, max, n, done, knock, pad
 QUEUE_REQ = struct.Struct("<QQIiii")    # addr, len, mode, tid, result, pad
 _libc = ctypes.CDLL(None, use_errno=True)
 SYS_TGKILL = 234                        # x86-64
@@ -269,7 +269,7 @@ def queue_watch(w, mode, tid):
         if S.queue is None:
             S.queue = int(gdb.parse_and_eval("(long) &ulpt_gdb_queue"))
         if not S.queued:
-            sig, qmax, _, _ = QUEUE_HEAD.unpack(bytes(inf.read_memory(S.queue, QUEUE_HEAD.size)))
+            sig, qmax = QUEUE_HEAD.unpack(bytes(inf.read_memory(S.queue, QUEUE_HEAD.size)))[:2]
             if not sig:
                 restore_handle()    # the program has the signal now: GDB shows it again
             conn = getattr(inf, "connection", None)
@@ -283,6 +283,7 @@ def queue_watch(w, mode, tid):
         inf.write_memory(S.queue + QUEUE_HEAD.size + n * QUEUE_REQ.size,
                          QUEUE_REQ.pack(w.addr, w.size, mode, tid, 0, 0))
         if not n:
+            inf.write_memory(S.queue + 16, struct.pack("<I", 1))    # knock: at the resume
             # Silent, as the program's resume it rides on; GDB's handling as it was is kept.
             if S.handle_saved is None:
                 S.handle_saved = (S.queue_sig, handle_of(S.queue_sig))
@@ -337,6 +338,8 @@ def harvest(call=False):
         if done < len(S.queued):
             if not call:
                 return
+            # No knock: the batch's signal comes inside the call, whose stops are not ours.
+            inf.write_memory(S.queue + 16, struct.pack("<I", 0))
             agent_call("((int (*)(void)) ulpt_gdb_flush)()")
             done = QUEUE_HEAD.unpack(bytes(inf.read_memory(S.queue, QUEUE_HEAD.size)))[3]
         raw = bytes(inf.read_memory(S.queue + QUEUE_HEAD.size, len(S.queued) * QUEUE_REQ.size))

@@ -54,7 +54,7 @@ extern int __sigaction(int, const struct sigaction *, struct sigaction *);
 __thread struct gdb_after gdb_after __attribute__((tls_model("initial-exec")));
 
 /* Read by the extension: the interface it was written for. */
-GDB_API const int ulpt_gdb_version = 6;
+GDB_API const int ulpt_gdb_version = 7;
 
 /* Per watchpoint id: what filters its hits before they stop (ids are watchlib's, dense from
  * 0; the table is address space committed as touched). */
@@ -345,6 +345,10 @@ GDB_API struct gdb_queue {
 	int32_t sig;                /* the signal to send, 0: no batch */
 	uint32_t max;               /* GDB_QUEUE */
 	uint32_t n, done;           /* requests queued, and started */
+	uint32_t knock;             /* the handler knocks once it has started them (door_knock):
+				     * set with a batch; not for a batch that the extension's
+				     * call starts (the signal is delivered inside the call) */
+	uint32_t pad;
 	struct {
 		uint64_t addr, len;
 		uint32_t mode;
@@ -413,7 +417,7 @@ static void queue_handler(int sig)
 	int e = errno;
 
 	(void)sig;
-	if (ulpt_gdb_flush() > 0)
+	if (ulpt_gdb_flush() > 0 && __atomic_exchange_n(&ulpt_gdb_queue.knock, 0, __ATOMIC_RELAXED))
 		door_knock(agent_tid());
 	errno = e;
 }
