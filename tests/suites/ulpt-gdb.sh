@@ -93,6 +93,27 @@ echo "1..$((($(echo $CASES | wc -w) + 6) * 2))"
 masked() { case $2 in attach*) mask "$d/$1/$2.out" | sed '1,2d' ;; *) mask "$d/$1/$2.out" ;; esac; }
 # hwexact: the same stops, but for the number and kind GDB gives its own watchpoint.
 norm() { mask "$1" | sed -E 's/^(Hardware watchpoint) [0-9]+:/\1 N:/'; }
+# door_case NAME STOPS DOORHITS WHERE BACKEND [notrap]: NAME.out made STOPS stops; in the guest
+# DOORHITS of them through the door's watchpoint (and, with notrap, none through the trap stub)
+# and the door open (ulpt_gdb_door.on 2); on the host none through it and no door (on 0).
+door_case() {
+  local c=$1 n=$2 want=$3 where=$4 backend=$5 notrap=${6:-} out doorhits traphits stops
+  local desc="$where ($backend): $c: $(sed -n '1s/^# //p' "$src/$c.gdb")"
+  out=$d/$where/$c.out
+  doorhits=$(grep -A1 'acc watchpoint' "$out" 2>/dev/null |
+    sed -n 's/.*already hit \([0-9]*\) time.*/\1/p')
+  traphits=$(grep -A1 '<ulpt_gdb_trap>' "$out" 2>/dev/null |
+    sed -n 's/.*already hit \([0-9]*\) time.*/\1/p' | head -n1)
+  stops=$(grep -c '^Old value' "$out" 2>/dev/null)
+  if [ $where = guest ]; then
+    [ "$stops" = "$n" ] && grep -q '^\$1 = 2$' "$out" && [ "${doorhits:-0}" = "$want" ] &&
+      { [ -z "$notrap" ] || [ -z "$traphits" ]; }
+  else
+    [ "$stops" = "$n" ] && grep -q '^\$1 = 0$' "$out" && [ -z "$doorhits" ]
+  fi
+  tap_check $? "$desc" "stops $stops, door hits ${doorhits:-none}, trap stub hits ${traphits:-none}: $(grep '^\$1' "$out" 2>/dev/null)"
+}
+
 for where in guest host; do
   backend=$([ $where = guest ] && echo ULPT || echo mprotect)
   hw=$d/$where/hwexact-hw.out
@@ -109,47 +130,13 @@ for where in guest host; do
     fi
   done
   # door: counter's three stops, the first through the trap stub (the probe), two through the
-  # door's watchpoint; none through it on mprotect.
-  desc="$where ($backend): door: $(sed -n '1s/^# //p' "$src/door.gdb")"
-  out=$d/$where/door.out
-  doorhits=$(grep -A1 'acc watchpoint' "$out" 2>/dev/null |
-    sed -n 's/.*already hit \([0-9]*\) time.*/\1/p')
-  stops=$(grep -c '^Old value' "$out" 2>/dev/null)
-  if [ $where = guest ]; then
-    [ "$stops" = 3 ] && grep -q '^\$1 = 2$' "$out" && [ "${doorhits:-0}" = 2 ]
-  else
-    [ "$stops" = 3 ] && grep -q '^\$1 = 0$' "$out" && [ -z "$doorhits" ]
-  fi
-  tap_check $? "$desc" "stops $stops, door hits ${doorhits:-none}: $(grep '^\$1' "$out" 2>/dev/null)"
-  # overflow: arr[100]'s and arr[200]'s stops, both through the door's watchpoint, none through
-  # the trap stub (a knock inside the call that started the full queue had left the probe
-  # unanswered, the door shut); none through the door on mprotect.
-  desc="$where ($backend): overflow: $(sed -n '1s/^# //p' "$src/overflow.gdb")"
-  out=$d/$where/overflow.out
-  doorhits=$(grep -A1 'acc watchpoint' "$out" 2>/dev/null |
-    sed -n 's/.*already hit \([0-9]*\) time.*/\1/p')
-  traphits=$(grep -A1 '<ulpt_gdb_trap>' "$out" 2>/dev/null |
-    sed -n 's/.*already hit \([0-9]*\) time.*/\1/p' | head -n1)
-  stops=$(grep -c '^Old value' "$out" 2>/dev/null)
-  if [ $where = guest ]; then
-    [ "$stops" = 2 ] && grep -q '^\$1 = 2$' "$out" && [ "${doorhits:-0}" = 2 ] && [ -z "$traphits" ]
-  else
-    [ "$stops" = 2 ] && grep -q '^\$1 = 0$' "$out" && [ -z "$doorhits" ]
-  fi
-  tap_check $? "$desc" "stops $stops, door hits ${doorhits:-none}, trap stub hits ${traphits:-none}: $(grep '^\$1' "$out" 2>/dev/null)"
-  # knock: counter's three stops and total's one, all through the door's watchpoint (the probe
-  # was the batch's knock, which is no hit of it); none through it on mprotect.
-  desc="$where ($backend): knock: $(sed -n '1s/^# //p' "$src/knock.gdb")"
-  out=$d/$where/knock.out
-  doorhits=$(grep -A1 'acc watchpoint' "$out" 2>/dev/null |
-    sed -n 's/.*already hit \([0-9]*\) time.*/\1/p')
-  stops=$(grep -c '^Old value' "$out" 2>/dev/null)
-  if [ $where = guest ]; then
-    [ "$stops" = 4 ] && grep -q '^\$1 = 2$' "$out" && [ "${doorhits:-0}" = 4 ]
-  else
-    [ "$stops" = 4 ] && grep -q '^\$1 = 0$' "$out" && [ -z "$doorhits" ]
-  fi
-  tap_check $? "$desc" "stops $stops, door hits ${doorhits:-none}: $(grep '^\$1' "$out" 2>/dev/null)"
+  # door's watchpoint. knock: counter's three stops and total's one, all through the door (the
+  # probe was the batch's knock, which is no hit of it). overflow: arr[100]'s and arr[200]'s,
+  # both through the door and none through the trap stub (a knock inside the call that started
+  # the full queue had left the probe unanswered, the door shut). None through it on mprotect.
+  door_case door 3 2 "$where" "$backend"
+  door_case knock 4 4 "$where" "$backend"
+  door_case overflow 2 2 "$where" "$backend" notrap
   desc="$where ($backend): hwexact: ulpt watch's stops (hits, values, lines) are GDB's hardware watchpoint's"
   if [ -n "$nohw" ]; then
     # Some virtual machines take the debug registers' values and never trap.
