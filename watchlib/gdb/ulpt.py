@@ -250,6 +250,7 @@ def flush_unwatch():
 # ---- watches in a batch (gdb.c: ulpt_gdb_queue) ------------------------------------------
 
 QUEUE_HEAD = struct.Struct("<iIIIII")   # sig, max, n, done, knock, pad
+QUEUE_N, QUEUE_KNOCK = 8, 16            # offsets of n (then done) and knock
 QUEUE_REQ = struct.Struct("<QQIiii")    # addr, len, mode, tid, result, pad
 _libc = ctypes.CDLL(None, use_errno=True)
 SYS_TGKILL = 234                        # x86-64
@@ -283,14 +284,14 @@ def queue_watch(w, mode, tid):
         inf.write_memory(S.queue + QUEUE_HEAD.size + n * QUEUE_REQ.size,
                          QUEUE_REQ.pack(w.addr, w.size, mode, tid, 0, 0))
         if not n:
-            inf.write_memory(S.queue + 16, struct.pack("<I", 1))    # knock: at the resume
+            inf.write_memory(S.queue + QUEUE_KNOCK, struct.pack("<I", 1))  # at the resume
             # Silent, as the program's resume it rides on; GDB's handling as it was is kept.
             if S.handle_saved is None:
                 S.handle_saved = (S.queue_sig, handle_of(S.queue_sig))
             gdb.execute("handle SIG%d nostop noprint pass" % S.queue_sig, to_string=True)
             if _libc.syscall(SYS_TGKILL, inf.pid, th.ptid[1], S.queue_sig):
                 return False
-        inf.write_memory(S.queue + 8, struct.pack("<I", n + 1))     # n: the request is in
+        inf.write_memory(S.queue + QUEUE_N, struct.pack("<I", n + 1))  # the request is in
     except (gdb.error, gdb.MemoryError, OSError):
         return False
     w.queued, w.cancel = True, False
@@ -339,11 +340,11 @@ def harvest(call=False):
             if not call:
                 return
             # No knock: the batch's signal comes inside the call, whose stops are not ours.
-            inf.write_memory(S.queue + 16, struct.pack("<I", 0))
+            inf.write_memory(S.queue + QUEUE_KNOCK, struct.pack("<I", 0))
             agent_call("((int (*)(void)) ulpt_gdb_flush)()")
             done = QUEUE_HEAD.unpack(bytes(inf.read_memory(S.queue, QUEUE_HEAD.size)))[3]
         raw = bytes(inf.read_memory(S.queue + QUEUE_HEAD.size, len(S.queued) * QUEUE_REQ.size))
-        inf.write_memory(S.queue + 8, b"\0" * 8)        # n, done: the queue is empty
+        inf.write_memory(S.queue + QUEUE_N, b"\0" * 8)  # n, done: the queue is empty
     except (gdb.error, gdb.MemoryError):
         raw, done = b"", 0
     queued, S.queued = S.queued, []

@@ -188,11 +188,21 @@ __asm__(".pushsection .text.ulpt_gdb_stops, \"ax\", @progbits\n"
 	".balign 4096\n"
 	".popsection\n");
 
+/* Takes the door's lock for thread tid, which may hold it already: whether it has it. */
+static int door_lock(pid_t tid)
+{
+	int none = 0;
+
+	return __atomic_load_n(&ulpt_gdb_door.lock, __ATOMIC_ACQUIRE) == (int)tid ||
+	       __atomic_compare_exchange_n(&ulpt_gdb_door.lock, &none, (int)tid, 0,
+					   __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
 /* Whether this hit's stop goes through the door (DOOR_PASS), tries it (DOOR_PROBE) or takes
  * the trap stub (0); the lock is taken for the first two. */
 static int door_take(const struct ulpt_fault *f, pid_t tid)
 {
-	int on = __atomic_load_n(&ulpt_gdb_door.on, __ATOMIC_ACQUIRE), none = 0;
+	int on = __atomic_load_n(&ulpt_gdb_door.on, __ATOMIC_ACQUIRE);
 	uint8_t op = 0;
 
 	if ((on != DOOR_WATCHED && on != DOOR_TRAPS) || door_fd < 0 || (gdb_after.stepping & 1))
@@ -200,9 +210,7 @@ static int door_take(const struct ulpt_fault *f, pid_t tid)
 	wl_read_bytes(f->next_ip, &op, 1);
 	if (op == 0xcc)
 		return 0;
-	if (__atomic_load_n(&ulpt_gdb_door.lock, __ATOMIC_ACQUIRE) != (int)tid &&
-	    !__atomic_compare_exchange_n(&ulpt_gdb_door.lock, &none, (int)tid, 0,
-					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+	if (!door_lock(tid)) {
 		__atomic_store_n(&ulpt_gdb_door.wanted, 1, __ATOMIC_RELAXED);
 		return 0;
 	}
@@ -381,20 +389,16 @@ GDB_API int ulpt_gdb_flush(void)
  * thousand watchpoints in the guest (bench/micro-gdb). The first knock is the probe: if
  * it did not trap, the door stays shut and every hit takes the trap stub, as after a probe at a
  * hit. The record says knock with resume 0, under the lock (this thread's, as a hit takes it),
- * which is let go after. The read
- * runs with SIGTRAP unblocked: the handler blocks every signal, and the kernel resets the action
- * of a blocked signal that a trap forces (the program's own SIGTRAP handler would be lost).
+ * which is let go after. The read runs with SIGTRAP unblocked: the handler blocks every signal,
+ * and the kernel resets the action of a blocked signal that a trap forces (the program's own
+ * SIGTRAP handler would be lost).
  */
 static void door_knock(pid_t tid)
 {
-	int on = __atomic_load_n(&ulpt_gdb_door.on, __ATOMIC_ACQUIRE), none = 0;
+	int on = __atomic_load_n(&ulpt_gdb_door.on, __ATOMIC_ACQUIRE), mine = (int)tid;
 	sigset_t trap, old;
 
-	if ((on != DOOR_WATCHED && on != DOOR_TRAPS) || door_fd < 0)
-		return;
-	if (__atomic_load_n(&ulpt_gdb_door.lock, __ATOMIC_ACQUIRE) != (int)tid &&
-	    !__atomic_compare_exchange_n(&ulpt_gdb_door.lock, &none, (int)tid, 0,
-					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+	if ((on != DOOR_WATCHED && on != DOOR_TRAPS) || door_fd < 0 || !door_lock(tid))
 		return;
 	ulpt_gdb_door.n = 0;
 	ulpt_gdb_door.resume = 0;
@@ -407,8 +411,7 @@ static void door_knock(pid_t tid)
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
 	/* The probe's stop let go of the lock already (its stop() writes DOOR_TRAPS and 0s). */
-	none = (int)tid;
-	__atomic_compare_exchange_n(&ulpt_gdb_door.lock, &none, 0, 0, __ATOMIC_RELEASE,
+	__atomic_compare_exchange_n(&ulpt_gdb_door.lock, &mine, 0, 0, __ATOMIC_RELEASE,
 				    __ATOMIC_RELAXED);
 }
 
