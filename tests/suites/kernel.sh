@@ -6,7 +6,8 @@
 # booted with "noulpt" (the same: the selftest sees "noulpt" and runs its test for a kernel
 # without ULPT).
 # Also on both CPU models: far returns at CPL 3 (tests/guest/farret.c) and the guest clock
-# (tests/guest/clock.c); on -cpu ulpt, R-COH-5 in a process (tests/guest/ulpt-coh.c).
+# (tests/guest/clock.c); on -cpu ulpt, R-COH-5 in a process (tests/guest/ulpt-coh.c), and the
+# MSRs written at a switch (section 9: tests/guest/ulpt-switch.c, QEMU's trace).
 set -o pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 t=/usr/libexec/ulpt-tests
@@ -19,5 +20,21 @@ t=/usr/libexec/ulpt-tests
   echo "$out"
   "$top/scripts/ulpt-run" --isolated --no-share --cpu max -- $t/tap-run "$t/ulpt nocpu" $t/farret $t/clock || rc=1
   "$top/scripts/ulpt-run" --isolated --no-share --append noulpt -- $t/tap-run "$t/ulpt" || rc=1
+  # docs/spec.md section 9 as Linux does it (tests/guest/ulpt-switch.c): 500 round trips
+  # between a process with a table and one without, on one CPU, write ULPT_CTL each way and
+  # ULPT_ROOT and ULPT_VIEW a few times in all (QEMU's ulpt_msr_write trace of the boot).
+  trace=$(mktemp)
+  sw=$("$top/scripts/ulpt-run" --isolated --no-share --qemu-arg -d --qemu-arg trace:ulpt_msr_write \
+       --qemu-arg -D --qemu-arg "$trace" -- $t/ulpt-switch 500 2>&1)
+  ctl=$(grep -c 'msr 0x990 ' "$trace") root=$(grep -c 'msr 0x991 ' "$trace") view=$(grep -c 'msr 0x992 ' "$trace")
+  rm -f "$trace"
+  if grep -q '^ulpt-switch: 500 round trips$' <<<"$sw" && [ "$ctl" -ge 1000 ] && [ "$root" -le 10 ] &&
+     [ "$view" -le 10 ]; then
+    echo "ok - section 9: a switch to a process without a table and back writes ULPT_CTL alone ($ctl CTL, $root ROOT, $view VIEW writes for 500 round trips)"
+  else
+    echo "not ok - section 9: a switch to a process without a table and back writes ULPT_CTL alone ($ctl CTL, $root ROOT, $view VIEW writes for 500 round trips)"
+    echo "$sw" | tail -n 3 | sed 's/^/# /'
+    rc=1
+  fi
   exit $rc
 } | sed -e '/^1\.\.[0-9]*$/d' -e 's/^\(not \)\{0,1\}ok [0-9]* /\1ok /'

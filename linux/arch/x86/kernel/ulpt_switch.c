@@ -15,8 +15,17 @@
 #include <asm/tlbflush.h>
 #include <asm/ulpt.h>
 
+/* The table in use on this CPU (0: ULPT off), and its view */
 DEFINE_PER_CPU(u64, ulpt_cpu_root);
 static DEFINE_PER_CPU(u64, ulpt_cpu_view);
+/*
+ * What ULPT_ROOT and ULPT_VIEW hold: kept when ULPT is turned off, which a clear
+ * ULPT_CTL.EN alone does (the CPU reads neither then; docs/spec.md section 9). Each
+ * write discards the CPU's cached translations (R-MSR-3): a debugger's stop switches
+ * to the debugger and back, and so writes one MSR each way, not three.
+ */
+static DEFINE_PER_CPU(u64, ulpt_msr_root);
+static DEFINE_PER_CPU(u64, ulpt_msr_view);
 /* The thread whose ULPT_STATUS the MSR holds, or NULL */
 DEFINE_PER_CPU(struct task_struct *, ulpt_cpu_owner);
 /* ULPT_LOG_BASE: the owner's log, or 0 */
@@ -26,17 +35,23 @@ DEFINE_PER_CPU(u64, ulpt_cpu_log);
 void ulpt_load_mm(struct ulpt_mm *u)
 {
 	u64 root = u ? __pa(u->root) : 0, view = u ? u->view : 0;
+	u64 was = this_cpu_read(ulpt_cpu_root);
 
-	if (this_cpu_read(ulpt_cpu_root) == root && this_cpu_read(ulpt_cpu_view) == view)
+	if (was == root && this_cpu_read(ulpt_cpu_view) == view)
 		return;
 	if (root) {
-		wrmsrl(MSR_ULPT_ROOT, root);
-		wrmsrl(MSR_ULPT_VIEW, view);
-		wrmsrl(MSR_ULPT_CTL, ULPT_CTL_EN);
+		if (this_cpu_read(ulpt_msr_root) != root) {
+			wrmsrl(MSR_ULPT_ROOT, root);
+			this_cpu_write(ulpt_msr_root, root);
+		}
+		if (this_cpu_read(ulpt_msr_view) != view) {
+			wrmsrl(MSR_ULPT_VIEW, view);
+			this_cpu_write(ulpt_msr_view, view);
+		}
+		if (!was)
+			wrmsrl(MSR_ULPT_CTL, ULPT_CTL_EN);
 	} else {
 		wrmsrl(MSR_ULPT_CTL, 0);
-		wrmsrl(MSR_ULPT_ROOT, 0);
-		wrmsrl(MSR_ULPT_VIEW, 0);
 	}
 	this_cpu_write(ulpt_cpu_root, root);
 	this_cpu_write(ulpt_cpu_view, view);
