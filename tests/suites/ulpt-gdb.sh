@@ -10,6 +10,9 @@
 # door (its own check): on ULPT the hits after the first stop through the door (gdb.c), on
 # mprotect it stays shut; knock (its own check): with a batch, every hit, the first too;
 # overflow (its own check): so too after a batch too big for the queue, which a call started;
+# quiet (its own check): its output is quiet.exp, the listener's state masked; in the guest
+# counter's silent stops (the door's) found GDB's stop event without our listener, on the host
+# with it;
 # (mixed, with one of GDB's own hardware watchpoints, is skipped on a host whose hardware
 # watchpoints never stop: some virtual machines ignore the debug registers; hwexact too)
 # and, in each:
@@ -58,7 +61,7 @@ script() {
     echo "timeout 300 $gdbx -q -nx -batch -x $src/$a.gdb -p \$pid > $a.out 2>&1"
     echo "sleep 1; kill \$pid 2>/dev/null; wait \$pid; echo \"exit \$?\" >> $a.prog"
   done
-  for c in door knock; do
+  for c in door knock quiet; do
     echo "timeout 300 $gdbx -q -nx -batch -x $src/$c.gdb --args $prog steps > $c.out 2>&1"
   done
   echo "timeout 600 $gdbx -q -nx -batch -x $src/overflow.gdb --args $prog array > overflow.out 2>&1"
@@ -87,7 +90,7 @@ mask() {
     -e 's/LWP [0-9]+/LWP N/g' -e 's/^wait: [0-9]+$/wait: PID/' "$1"
 }
 
-echo "1..$((($(echo $CASES | wc -w) + 6) * 2))"
+echo "1..$((($(echo $CASES | wc -w) + 7) * 2))"
 [ "$grc" = 0 ] || echo "# the guest run exited with status $grc: $(tail -c 300 "$d/guest.log" | tr '\n' ' ')"
 # An attach first prints where the program was: somewhere in its wait loop.
 masked() { case $2 in attach*) mask "$d/$1/$2.out" | sed '1,2d' ;; *) mask "$d/$1/$2.out" ;; esac; }
@@ -114,6 +117,20 @@ door_case() {
   tap_check $? "$desc" "stops $stops, door hits ${doorhits:-none}, trap stub hits ${traphits:-none}: $(grep '^\$1' "$out" 2>/dev/null)"
 }
 
+# quiet_case WHERE BACKEND: quiet.out is quiet.exp but for the listener's state at counter's 3
+# silent stops. In the guest it is off at the last, a quiet stop through the door (the first
+# deletes the agent's start breakpoint at the stop event, the second stops at a breakpoint of
+# the user's, through the trap stub); on the host (no door) it is never off.
+quiet_case() {
+  local where=$1 backend=$2 want n out=$d/$1/quiet.out
+  want=$([ "$where" = guest ] && echo 1 || echo 0)
+  n=$(grep -c "^listening False$" "$out" 2>/dev/null)
+  diff -u "$src/quiet.exp" <(mask "$out" | sed -E 's/^listening (True|False)$/listening X/') \
+    > "$d/$where/quiet.diff" 2>&1 && [ "$n" = "$want" ]
+  tap_check $? "$where ($backend): quiet: $(sed -n '1s/^# //p' "$src/quiet.gdb")" \
+    "listener off at $n of counter's stops, want $want; $(head -30 "$d/$where/quiet.diff")"
+}
+
 for where in guest host; do
   backend=$([ $where = guest ] && echo ULPT || echo mprotect)
   hw=$d/$where/hwexact-hw.out
@@ -137,6 +154,7 @@ for where in guest host; do
   door_case door 3 2 "$where" "$backend"
   door_case knock 4 4 "$where" "$backend"
   door_case overflow 2 2 "$where" "$backend" notrap
+  quiet_case "$where" "$backend"
   desc="$where ($backend): hwexact: ulpt watch's stops (hits, values, lines) are GDB's hardware watchpoint's"
   if [ -n "$nohw" ]; then
     # Some virtual machines take the debug registers' values and never trap.

@@ -85,6 +85,7 @@ class State:
         self.unwatch = []           # agent ids to remove at the next chance
         self.proxy = None           # the placeholder breakpoint of the last watch
         self.proxy_events = False   # on_cont and on_modified connected (proxy_events)
+        self.listening = True       # on_stop connected (listen)
         self.queue = None           # ulpt_gdb_queue's address (gdb.c), once per process
         self.queued = []            # the watches whose requests it holds, in its order
         self.queue_sig = 0          # the signal that starts them
@@ -194,6 +195,7 @@ def agent_watch(w):
         if S.ready_bp is not None:
             S.done.append(S.ready_bp)
             S.ready_bp = None
+            listen()
         S.checked_pid = pid
     mode = KINDS[w.kind][0] | (GDB_CHANGES if w.kind == "watch" else 0)
     tid = 0
@@ -296,6 +298,7 @@ def queue_watch(w, mode, tid):
         return False
     w.queued, w.cancel = True, False
     S.queued.append(w)
+    listen()            # the results are read at the next stop
     return True
 
 
@@ -390,6 +393,32 @@ def proxy_events(on):
             (reg.connect if on else reg.disconnect)(fn)
 
 
+def listen(on=True):
+    """The stop event reaches Python (on_stop) unless the last stop was a quiet one
+    (quiet_stop): GDB makes no event, and calls no Python, with no listener. Every stop()
+    of ours that may stop, and every command that leaves work for a stop, turns it on."""
+    if on != S.listening:
+        S.listening = on
+        (gdb.events.stop.connect if on else gdb.events.stop.disconnect)(on_stop)
+
+
+def quiet_stop():
+    """Whether on_stop would do nothing at the stop that decided() has just made: its
+    watchpoints are all `silent' (their commands print, and most often continue), and
+    nothing waits for a stop (a batch's results, breakpoints to delete, the placeholder,
+    another thread's stop, a scope's end). Its work for the stop is then done here."""
+    reports = S.last_reports
+    if (not reports or S.queued or S.done or S.proxy is not None or S.pending or
+            S.signal_stop or S.step_from or S.scope_ended is not None):
+        return False
+    for w, _, _, _ in reports:
+        if not w.silent:
+            return False
+    S.last_reports = None
+    S.bp_addrs = None
+    return True
+
+
 def take_commands(bp):
     w = S.watches.get(bp.number)
     if w is not None and bp.commands:
@@ -418,6 +447,7 @@ def make_proxy():
             gdb.execute("set breakpoint always-inserted on", to_string=True)
     S.proxy = p
     proxy_events(True)
+    listen()
 
 
 gdb.ulpt_gdb_make_proxy = make_proxy
@@ -483,6 +513,7 @@ class ResumeBreakpoint(gdb.Breakpoint):
         self.silent = True
 
     def stop(self):
+        listen()
         th = gdb.selected_thread()
         p = S.pending.get(th.global_num)
         if p is None or p.bp is not self:
@@ -542,6 +573,7 @@ class StopBreakpoint(gdb.Breakpoint):
         self.silent = True
 
     def stop(self):
+        listen()
         if S.queued:
             harvest()
         # The arguments in registers, and struct wl_hit's first two fields (watchlib.h: int id,
@@ -662,7 +694,10 @@ DOOR_WATCHED, DOOR_TRAPS, DOOR_PROBING = 1, 2, 3
 
 def record_stop(bp):
     """A hit's stop at the trap stub (gdb.c): reads the thread's record, moves the PC to the
-    program's next instruction, and decides."""
+    program's next instruction if it may stop there, and decides. Where it does not stop,
+    the PC stays in the stub, whose own code goes on to the program: GDB steps over the
+    breakpoint that stopped at the PC it finds, and a step at the next instruction would
+    pass over a breakpoint there (the user's, or a Pending's), whose stop would be lost."""
     try:
         # The record of the last thread sent here, if it is this one: no registers
         # read (FS_BASE would make GDB build the stub's frame, most of stop()'s time
@@ -678,7 +713,6 @@ def record_stop(bp):
         # as StopBreakpoint.step_end decides.
         stepping = rec[3] & 1 != 0
         step_end = rec[3] & 2 != 0 and not breakpoint_at(ip)
-        set_pc(resume)
     except (gdb.error, gdb.MemoryError, TypeError):
         return False        # the stub's own code goes on to the program
     hits = []
@@ -696,6 +730,12 @@ def record_stop(bp):
         if p is None:
             p = S.pending[th.global_num] = Pending(resume, th.num)
         p.hits.extend(hits)
+        return False
+    if not hits and not stepping and not step_end:
+        return False
+    try:
+        set_pc(resume)      # before the conditions, which are the program's frame's
+    except gdb.error:
         return False
     return decided(bp, hits, stepping, step_end, ip)
 
@@ -722,6 +762,7 @@ class TrapBreakpoint(gdb.Breakpoint):
         self.silent = True
 
     def stop(self):
+        listen()
         if S.queued:
             harvest()
         if S.door_bp is not None:
@@ -780,7 +821,10 @@ class DoorWatchpoint(gdb.Breakpoint):
                 data = d[8 + 3 * k][:w.size] if w.size <= 8 else read_bytes(w.addr, w.size)
             if StopBreakpoint.decide(w, kind, data):
                 hits.append((w, kind, data))
-        return decided(self, hits)
+        if not decided(self, hits):
+            return False
+        listen(not quiet_stop())
+        return True
 
 
 def open_door():
@@ -819,6 +863,7 @@ class SignalBreakpoint(gdb.Breakpoint):
         self.silent = True
 
     def stop(self):
+        listen()
         try:
             sig = int(gdb.newest_frame().read_register("rdi")) & 0xffffffff
         except gdb.error:
@@ -981,6 +1026,7 @@ class ReadyBreakpoint(gdb.Breakpoint):
         self.silent = True
 
     def stop(self):
+        listen()
         if S.loading or not any(w.enabled and w.agent_id is None and not w.queued
                                 for w in S.watches.values()):
             return False
@@ -1148,6 +1194,7 @@ class ScopeBreakpoint(gdb.FinishBreakpoint):
         self.w = w
 
     def stop(self):
+        listen()
         w = self.w
         if w.num not in S.watches:
             return False
@@ -1172,6 +1219,7 @@ def on_stop_scope(event):
 
 
 def delete_watch(w, call=True):
+    listen()            # its scope's breakpoint is deleted at the next stop
     S.watches.pop(w.num, None)
     agent_unwatch(w, call)
     if w.scope is not None and w.scope.is_valid():
