@@ -5,7 +5,7 @@
 # and thread ids masked, must equal NAME.exp beside it, the same file for both backends
 # (memcheck's tests keep their expected output so):
 #   global prerun rwatch heap local cond enable many commands threads step badinput segv mixed
-#   inserted batch blocked own57
+#   inserted batch blocked own57 nextbp
 #   attach attach-noagent
 # door (its own check): on ULPT the hits after the first stop through the door (gdb.c), on
 # mprotect it stays shut; knock (its own check): with a batch, every hit, the first too;
@@ -37,7 +37,7 @@ done
 command -v gdb > /dev/null || { echo "1..1"; echo "not ok 1 - gdb not installed"; exit 1; }
 
 CASES="global prerun rwatch heap local cond enable many commands threads step badinput segv mixed
-  inserted batch blocked own57"
+  inserted batch blocked own57 nextbp"
 # The program and its part for each case (gdbqueue: the batches' sessions).
 part() {
   case $1 in

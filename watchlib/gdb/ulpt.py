@@ -511,6 +511,7 @@ class ResumeBreakpoint(gdb.Breakpoint):
         super().__init__("*0x%x" % pc, internal=True)
         self.thread = thread
         self.silent = True
+        self.pc = pc
 
     def stop(self):
         listen()
@@ -526,6 +527,13 @@ class ResumeBreakpoint(gdb.Breakpoint):
         set_commands(self, reports)
         S.last_reports = reports
         S.step_from = p.step_from
+        if reports and self.pc in user_breakpoints():
+            # GDB shows a watchpoint's report before the stop of a breakpoint at the same
+            # instruction, which it prints itself after this.
+            text = report_text(reports)
+            if text:
+                gdb.write(text)
+                S.reported_early = True
         return True
 
 
@@ -641,8 +649,8 @@ class StopBreakpoint(gdb.Breakpoint):
         return w.kind != "watch"
 
 
-def breakpoint_at(pc):
-    """Whether an enabled breakpoint (the user's, or a ulpt stop) has a location at pc."""
+def user_breakpoints():
+    """Where the user's enabled breakpoints have enabled locations."""
     if S.bp_addrs is None:
         # Made again after a change of the user's breakpoints, not at every stop.
         S.bp_addrs = set()
@@ -650,7 +658,12 @@ def breakpoint_at(pc):
             if not bp.enabled or bp.type != gdb.BP_BREAKPOINT or bp is S.proxy:
                 continue
             S.bp_addrs.update(loc.address for loc in bp.locations if loc.enabled)
-    if pc in S.bp_addrs:
+    return S.bp_addrs
+
+
+def breakpoint_at(pc):
+    """Whether an enabled breakpoint (the user's, or a ulpt stop) has a location at pc."""
+    if pc in user_breakpoints():
         return True
     ours = [p.bp for p in S.pending.values()] + S.done
     return any(isinstance(bp, ResumeBreakpoint) and bp.is_valid() and bp.location == "*0x%x" % pc
@@ -912,6 +925,7 @@ def report_stop(event):
         drop_proxy()
     reports, S.last_reports = S.last_reports, None
     step_from, S.step_from = S.step_from, 0
+    early, S.reported_early = S.reported_early, False
     if not isinstance(event, gdb.BreakpointEvent):
         return
     if S.signal_stop:
@@ -931,6 +945,20 @@ def report_stop(event):
     if not reports:         # a step of GDB's that ended here: where, as after a step
         gdb.write(step_text(step_from) if step_from else frame_text())
         return
+    if early:
+        # The reports are out (ResumeBreakpoint.stop), and GDB has shown where, at its
+        # breakpoint's stop, unless that one is silent too.
+        if not any(not isinstance(b, ours) and b.visible and not silent_bp(b)
+                   for b in event.breakpoints):
+            gdb.write(frame_text())
+        return
+    text = report_text(reports)
+    if text:
+        gdb.write(text + frame_text())
+
+
+def report_text(reports):
+    """What GDB's watchpoints print at a stop for reports, the frame's line aside."""
     out = []
     prefix = None
     for w, kind, old, data in reports:
@@ -943,8 +971,13 @@ def report_stop(event):
             out.append("Old value = %s\nNew value = %s\n" % (w.value(old), w.value(data)))
         else:
             out.append("Value = %s\n" % w.value(data))
-    if out:
-        gdb.write("".join(out) + frame_text())
+    return "".join(out)
+
+
+def silent_bp(bp):
+    """Whether GDB's stop at bp prints nothing of its own (`silent', or its commands')."""
+    cmds = bp.commands or ""
+    return bp.silent or cmds.lstrip().split("\n", 1)[0].strip() == "silent"
 
 
 def frame_text():
@@ -1344,6 +1377,7 @@ ConditionCommand()
 InfoCommand()
 InfoWatchpoints()
 S.scope_ended = None
+S.reported_early = False    # ResumeBreakpoint.stop printed the stop's reports
 # GDB steps over a breakpoint by running a copy of its instruction elsewhere (displaced
 # stepping): an instruction that hits a watchpoint would fault there, and the agent's stop in
 # the middle of that step would leave GDB's fix-up of the copy wrong. In place instead (GDB
