@@ -58,14 +58,20 @@ class Watch:
         self.old = None             # the value last seen (bytes)
         self.commands = None
         self.scope = None           # a local's frame end (ScopeBreakpoint), without -l
+        self._silent_of, self._silent = None, False     # silent's, for these commands
 
     def title(self):
         return "-location " + self.expr if self.location else self.expr
 
     @property
     def silent(self):
-        """GDB's `silent' first in its commands: a stop prints nothing of its own."""
-        return bool(self.commands) and self.commands.lstrip().split("\n", 1)[0].strip() == "silent"
+        """GDB's `silent' first in its commands: a stop prints nothing of its own. Asked at
+        every stop (quiet_stop): found again only when the commands change."""
+        c = self.commands
+        if c is not self._silent_of:
+            self._silent_of = c
+            self._silent = bool(c) and c.lstrip().split("\n", 1)[0].strip() == "silent"
+        return self._silent
 
     def value(self, data=None):
         """The value as GDB prints it (value_print, as in a watchpoint's report)."""
@@ -808,14 +814,16 @@ class DoorWatchpoint(gdb.Breakpoint):
         super().__init__("*(long *) 0x%x" % slot, gdb.BP_WATCHPOINT, gdb.WP_ACCESS,
                          internal=True)
         self.silent = True
+        self.inf = gdb.selected_inferior()      # its process's, made there (open_door)
 
     def stop(self):
         if S.queued:
             harvest()
-        # The whole record in one read: the stop's cost is mostly GDB's, per call.
-        inf = gdb.selected_inferior()
+        # The whole record in one read: the stop's cost is mostly GDB's, per call (and in
+        # an emulated machine, the code each call runs: the inferior is the door's own).
+        inf = self.inf
         try:
-            d = DOOR.unpack(bytes(inf.read_memory(S.door, DOOR.size)))
+            d = DOOR.unpack(inf.read_memory(S.door, DOOR.size))
             if d[0] == DOOR_PROBING:
                 inf.write_memory(S.door, DOOR_ON.pack(DOOR_TRAPS) + b"\0" * 8)
                 return False        # the probe goes on to the trap stub
