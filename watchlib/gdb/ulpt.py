@@ -45,6 +45,11 @@ KINDS = {  # command: (agent mode, GDB's name in a stop, in info watchpoints)
 AGENT_VERSION = 7   # watchlib/preload/gdb.c's ulpt_gdb_version
 
 
+def silent_commands(cmds):
+    """Whether breakpoint commands begin with GDB's `silent'."""
+    return bool(cmds) and cmds.lstrip().split("\n", 1)[0].strip() == "silent"
+
+
 class Watch:
     def __init__(self, num, kind, expr, location, addr, size, vtype, thread, cond):
         self.num, self.kind, self.expr, self.location = num, kind, expr, location
@@ -58,20 +63,14 @@ class Watch:
         self.old = None             # the value last seen (bytes)
         self.commands = None
         self.scope = None           # a local's frame end (ScopeBreakpoint), without -l
-        self._silent_of, self._silent = None, False     # silent's, for these commands
 
     def title(self):
         return "-location " + self.expr if self.location else self.expr
 
     @property
     def silent(self):
-        """GDB's `silent' first in its commands: a stop prints nothing of its own. Asked at
-        every stop (quiet_stop): found again only when the commands change."""
-        c = self.commands
-        if c is not self._silent_of:
-            self._silent_of = c
-            self._silent = bool(c) and c.lstrip().split("\n", 1)[0].strip() == "silent"
-        return self._silent
+        """GDB's `silent' first in its commands: a stop prints nothing of its own."""
+        return silent_commands(self.commands)
 
     def value(self, data=None):
         """The value as GDB prints it (value_print, as in a watchpoint's report)."""
@@ -114,6 +113,8 @@ class State:
         self.signal_bp = None       # SignalBreakpoint, on mprotect
         self.signal_stop = False    # it stopped: the stop shows the signal
         self.step_from = 0          # a step ended without a report: where it began
+        self.scope_ended = None     # the watch whose scope's end stopped (ScopeBreakpoint)
+        self.reported_early = False # ResumeBreakpoint.stop printed the stop's reports
         # Breakpoints of ours to delete once GDB is done with them: not in their stop(), nor
         # by gdb.post_event, whose pending calls crash GDB at its exit.
         self.done = []
@@ -984,8 +985,7 @@ def report_text(reports):
 
 def silent_bp(bp):
     """Whether GDB's stop at bp prints nothing of its own (`silent', or its commands')."""
-    cmds = bp.commands or ""
-    return bp.silent or cmds.lstrip().split("\n", 1)[0].strip() == "silent"
+    return bp.silent or silent_commands(bp.commands)
 
 
 def frame_text():
@@ -1249,7 +1249,7 @@ class ScopeBreakpoint(gdb.FinishBreakpoint):
 
 
 def on_stop_scope(event):
-    w = getattr(S, "scope_ended", None)
+    w = S.scope_ended
     S.scope_ended = None
     if w is None or not isinstance(event, gdb.BreakpointEvent):
         return
@@ -1384,8 +1384,6 @@ EnableCommand(False)
 ConditionCommand()
 InfoCommand()
 InfoWatchpoints()
-S.scope_ended = None
-S.reported_early = False    # ResumeBreakpoint.stop printed the stop's reports
 # GDB steps over a breakpoint by running a copy of its instruction elsewhere (displaced
 # stepping): an instruction that hits a watchpoint would fault there, and the agent's stop in
 # the middle of that step would leave GDB's fix-up of the copy wrong. In place instead (GDB
